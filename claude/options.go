@@ -1,0 +1,137 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tetherhq/tether/transport"
+)
+
+// PermissionMode values the CLI accepts.
+type PermissionMode string
+
+const (
+	PermissionDefault     PermissionMode = "default"
+	PermissionAcceptEdits PermissionMode = "acceptEdits"
+	PermissionPlan        PermissionMode = "plan"
+	PermissionBypass      PermissionMode = "bypassPermissions"
+	PermissionDontAsk     PermissionMode = "dontAsk"
+	PermissionAuto        PermissionMode = "auto"
+)
+
+// Thinking configures extended thinking. Type is "adaptive", "enabled" (with
+// BudgetTokens) or "disabled".
+type Thinking struct {
+	Type         string
+	BudgetTokens int
+	Display      string
+}
+
+// Options configure a session. The zero value runs the CLI found on PATH
+// with its defaults.
+type Options struct {
+	// CLIPath is the claude executable; empty means discover it.
+	CLIPath string
+	// Cwd is the directory the CLI works in.
+	Cwd string
+	// Env is added to the inherited environment (CLAUDECODE is always
+	// removed so the CLI can run under another Claude Code session).
+	Env map[string]string
+	// ReplaceEnv makes Env the child's whole environment.
+	ReplaceEnv bool
+
+	Model              string
+	FallbackModel      string
+	SystemPrompt       *string // nil keeps Claude Code's own prompt
+	SystemPromptFile   string
+	AppendSystemPrompt string
+	// Tools sets the base tool set; nil keeps the default, empty disables all.
+	Tools           []string
+	AllowedTools    []string
+	DisallowedTools []string
+	MaxTurns        int
+	MaxBudgetUSD    float64
+	PermissionMode  PermissionMode
+	// PermissionPromptToolName routes permission prompts to an MCP tool.
+	// It conflicts with CanUseTool, which uses the stdio control protocol.
+	PermissionPromptToolName        string
+	AllowDangerouslySkipPermissions bool
+
+	Continue        bool
+	Resume          string
+	ForkSession     bool
+	SessionID       string
+	ResumeSessionAt string
+
+	// MCPServers are external servers: name → config object as the CLI's
+	// --mcp-config takes it ({"type":"stdio","command":…}).
+	MCPServers map[string]json.RawMessage
+	// SDKMCPServers run in this process; the model calls their tools as
+	// mcp__<name>__<tool>.
+	SDKMCPServers   map[string]*mcp.Server
+	StrictMCPConfig bool
+
+	Settings       string // path or JSON
+	AddDirs        []string
+	SettingSources []string // nil: no flag; empty: disable all sources
+	Betas          []string
+	PluginDirs     []string
+	Agents         map[string]AgentDefinition
+	Thinking       *Thinking
+	Effort         string
+	JSONSchema     json.RawMessage
+
+	IncludePartialMessages  bool
+	IncludeHookEvents       bool
+	EnableFileCheckpointing bool
+	// Bare runs the CLI in minimal mode (no CLAUDE.md discovery, plugins, …).
+	Bare bool
+	// ExtraArgs are appended verbatim (an escape hatch for new flags).
+	ExtraArgs []string
+
+	// CanUseTool decides tool permissions; setting it adds
+	// --permission-prompt-tool stdio.
+	CanUseTool PermissionFunc
+	// Hooks maps a hook event (cc.HookPreToolUse, …) to matchers.
+	Hooks map[string][]HookMatcher
+
+	// Stderr receives each stderr line of the CLI.
+	Stderr func(line string)
+	// OnLineError receives lines that were skipped: too long, not JSON.
+	// The default logs them as warnings.
+	OnLineError func(error)
+	// MaxLineSize caps one stdout line (default 64 MiB).
+	MaxLineSize int
+	// ControlTimeout bounds each outbound control request (default 60 s).
+	ControlTimeout time.Duration
+	// InitializeTimeout bounds the handshake (default: the larger of
+	// CLAUDE_CODE_STREAM_CLOSE_TIMEOUT and 60 s).
+	InitializeTimeout time.Duration
+	// ShutdownGrace is how long Close lets the CLI exit by itself after
+	// stdin closes before signalling it (default 5 s).
+	ShutdownGrace time.Duration
+	Logger        *slog.Logger
+
+	// Transport replaces the local process (a remote runner, a test pipe).
+	// CLI discovery, argv and environment are then the transport's affair.
+	Transport transport.Transport
+}
+
+// PermissionFunc decides whether a tool may run.
+type PermissionFunc func(ctx context.Context, req PermissionRequest) (PermissionResult, error)
+
+func (o *Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// hasCallbacks reports whether the CLI may call back into this process, in
+// which case stdin must stay open until the work is done.
+func (o *Options) hasCallbacks() bool {
+	return o.CanUseTool != nil || len(o.Hooks) > 0 || len(o.SDKMCPServers) > 0
+}

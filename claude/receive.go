@@ -1,0 +1,81 @@
+package claude
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	cc "github.com/tetherhq/tether/protocol/claudecode"
+)
+
+// ErrConcurrentReceive is returned when two goroutines receive at once.
+var ErrConcurrentReceive = errors.New("claude: messages are already being received")
+
+// Query sends a text prompt as a new turn.
+func (c *Client) Query(ctx context.Context, prompt string) error {
+	return c.Send(ctx, UserInput{Content: Content{TextBlock{Text: prompt}}})
+}
+
+// Send writes one user message (text, images, …) to the CLI.
+func (c *Client) Send(ctx context.Context, in UserInput) error {
+	line, err := cc.EncodeUserInput(in)
+	if err != nil {
+		return err
+	}
+	if err := c.conn.Write(ctx, line); err != nil {
+		return fmt.Errorf("claude: send prompt: %w", c.writeErr(err))
+	}
+	return nil
+}
+
+// SendStream writes user messages as they come, until msgs ends.
+func (c *Client) SendStream(ctx context.Context, msgs iter.Seq[UserInput]) error {
+	for in := range msgs {
+		if err := c.Send(ctx, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Messages yields every message until the CLI's output ends. A failure of
+// the CLI is yielded as the last error.
+func (c *Client) Messages(ctx context.Context) iter.Seq2[Message, error] {
+	return c.receive(ctx, false)
+}
+
+// Receive yields messages up to and including the next result. If the
+// output ends first it yields ErrNoResult (or the CLI's failure).
+func (c *Client) Receive(ctx context.Context) iter.Seq2[Message, error] {
+	return c.receive(ctx, true)
+}
+
+func (c *Client) receive(ctx context.Context, untilResult bool) iter.Seq2[Message, error] {
+	return func(yield func(Message, error) bool) {
+		if !c.receiving.CompareAndSwap(false, true) {
+			yield(nil, ErrConcurrentReceive)
+			return
+		}
+		defer c.receiving.Store(false)
+		for {
+			it, ok, err := c.queue.pop(ctx)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !ok {
+				if untilResult {
+					yield(nil, ErrNoResult)
+				}
+				return
+			}
+			if !yield(it.msg, it.err) || it.err != nil {
+				return
+			}
+			if _, isResult := it.msg.(*ResultMessage); isResult && untilResult {
+				return
+			}
+		}
+	}
+}

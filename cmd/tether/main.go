@@ -1,0 +1,100 @@
+// Command tether is the command line of Tether, a Go runtime for coding
+// agents. `tether run PROMPT` runs one prompt through the Claude Code CLI
+// and streams the agent's work; `tether run --mock PROMPT` does the same
+// against a built-in stand-in, with no CLI or API key.
+//
+// This package only parses flags; what the commands do lives in
+// internal/console.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/tetherhq/tether/internal/console"
+	"github.com/tetherhq/tether/internal/mockclaude"
+)
+
+func main() {
+	// `tether run --mock` starts this same executable as its agent CLI,
+	// marked by mockclaude.EnvMain in the environment (see console.UseMock).
+	if os.Getenv(mockclaude.EnvMain) == "1" {
+		os.Exit(mockclaude.Main())
+	}
+	os.Exit(execute(context.Background(), os.Args[1:]))
+}
+
+// exitCode carries a command's exit status out of cobra. Any other error
+// cobra returns is about the command line: a usage error.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// codeErr turns an exit status into what a RunE returns.
+func codeErr(code int) error {
+	if code == console.ExitOK {
+		return nil
+	}
+	return exitCode(code)
+}
+
+func execute(ctx context.Context, args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	var code exitCode
+	switch {
+	case err == nil:
+		return console.ExitOK
+	case errors.As(err, &code):
+		return int(code)
+	}
+	fmt.Fprintf(os.Stderr, "tether: %v\n\n%s", err, cmd.UsageString())
+	return console.ExitUsage
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tether",
+		Short: "Tether runs coding agents (the Claude Code CLI) from Go",
+		// execute prints errors with the usage of the command at fault.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.AddCommand(newRunCmd(), newVersionCmd(), newMockCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	var cli string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print tether's version and the claude CLI's",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			console.Version(cmd.Context(), cmd.OutOrStdout(), cli)
+		},
+	}
+	cmd.Flags().StringVar(&cli, "cli", "", "the claude executable (default: found on PATH)")
+	return cmd
+}
+
+// newMockCmd runs the mock agent by hand: `tether mock-claude -p hi`.
+// `tether run --mock` does not go through it (see main).
+func newMockCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "mock-claude [claude flags]",
+		Short:              "Run the built-in mock of the claude CLI",
+		Hidden:             true,
+		DisableFlagParsing: true, // the flags are the mock's, as the claude CLI's
+		RunE: func(_ *cobra.Command, args []string) error {
+			// mockclaude.Main reads its argv from os.Args; give it only the
+			// mock's own arguments. Nothing else runs after this.
+			os.Args = append([]string{os.Args[0]}, args...)
+			return codeErr(mockclaude.Main())
+		},
+	}
+}

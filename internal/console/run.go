@@ -1,0 +1,132 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// run is one Run: the screen and the parts that share it.
+type run struct {
+	cfg   Config
+	scr   *screen
+	st    style
+	view  view
+	intr  *interrupter
+	appr  *approver
+	start time.Time
+}
+
+// Run starts a session, sends cfg.Prompt as one turn, shows it until its
+// result and returns the exit code: ExitOK, ExitFailed or ExitCancelled.
+// Every goroutine it starts has ended when it returns.
+func Run(ctx context.Context, cfg Config) int {
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := newRun(cfg, cancel)
+	var spin *spinner
+	if r.scr.spin.enabled {
+		spin = startSpinner(r.scr, cfg.SpinnerEvery)
+	}
+	defer spin.stop()
+	defer r.intr.watch(ctx, cfg.Interrupts)()
+	return r.session(ctx)
+}
+
+func newRun(cfg Config, cancel context.CancelFunc) *run {
+	cwd := workDir(cfg.Options.Cwd)
+	st := style{cfg.Color}
+	scr := newScreen(cfg.Out, cfg.Err, cfg.OutTerminal, cfg.ErrTerminal && !cfg.JSON)
+	r := &run{cfg: cfg, scr: scr, st: st, start: cfg.Now()}
+	r.view = newHumanView(scr, st, cwd)
+	if cfg.JSON {
+		r.view = jsonView{scr}
+	}
+	r.intr = newInterrupter(cancel, func(s string) { scr.note(st.yellow(s)) })
+	r.appr = newApprover(cfg, scr, cwd)
+	return r
+}
+
+// workDir is the directory the agent works in, for showing paths
+// relative to it.
+func workDir(cwd string) string {
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		return abs
+	}
+	return cwd
+}
+
+func (r *run) session(ctx context.Context) int {
+	r.scr.wait("starting claude…")
+	client, err := claude.Connect(ctx, r.options())
+	if err != nil {
+		return r.failed(err)
+	}
+	defer func() {
+		_ = client.Close() // also withdraws a question still up
+		r.appr.lines.close()
+	}()
+	r.intr.attach(client)
+	if err := client.Query(ctx, r.cfg.Prompt); err != nil {
+		return r.failed(err)
+	}
+	r.scr.wait("thinking…")
+	res, err := r.receive(ctx, client)
+	if err != nil || r.intr.cancelledRun() {
+		return r.failed(err)
+	}
+	r.view.finish(res, r.intr.requested(), r.cfg.Now().Sub(r.start))
+	return exitFor(res)
+}
+
+// options are the caller's, plus what the console needs: streamed text,
+// the approval callback and, when verbose, logging on the screen.
+func (r *run) options() claude.Options {
+	o := r.cfg.Options
+	o.IncludePartialMessages = true
+	o.CanUseTool = r.appr.decide
+	if r.cfg.Verbose {
+		log := slog.New(slog.NewTextHandler(r.scr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.Logger = log
+		o.Stderr = func(line string) { log.Info("claude stderr", "line", line) }
+		o.OnLineError = func(err error) { log.Warn("skipped a line of claude output", "err", err) }
+	}
+	return o
+}
+
+// receive shows messages up to the turn's result.
+func (r *run) receive(ctx context.Context, c *claude.Client) (*claude.ResultMessage, error) {
+	for msg, err := range c.Receive(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		r.view.message(msg)
+		if res, ok := msg.(*claude.ResultMessage); ok {
+			return res, nil
+		}
+	}
+	return nil, claude.ErrNoResult // Receive yields it itself; kept for the compiler
+}
+
+// failed reports a run that ended without a result to show.
+func (r *run) failed(err error) int {
+	if r.intr.cancelledRun() {
+		r.scr.note(r.st.yellow("⏹ cancelled"))
+		return ExitCancelled
+	}
+	msg := "✗ " + err.Error()
+	if errors.Is(err, claude.ErrCLINotFound) {
+		msg += "\n  (tether run --mock runs a built-in stand-in, no CLI or API key needed)"
+	}
+	r.scr.note(r.st.red(msg))
+	return ExitFailed
+}

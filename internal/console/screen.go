@@ -1,0 +1,158 @@
+package console
+
+import (
+	"io"
+	"strings"
+	"sync"
+)
+
+// screen is the only writer of the person's terminal. The conversation goes
+// to out; the spinner, questions, notes and logs go to err. Both usually
+// land on the same screen, so one mutex orders every write, the spinner's
+// frame is erased before anything is written over it, and while a question
+// waits for its answer everything else is held back and written after.
+type screen struct {
+	mu          sync.Mutex
+	out, err    io.Writer
+	outTerminal bool
+	midLine     bool    // out ends inside a line
+	prompting   bool    // a question is on err, waiting for its answer
+	held        []piece // written while a question was up
+	spin        spinState
+}
+
+// piece is one write: to out or err, optionally starting on a fresh line.
+type piece struct {
+	toOut bool
+	fresh bool // end out's partial line first
+	text  string
+}
+
+// spinState is the waiting indicator; the spinner goroutine animates it.
+type spinState struct {
+	enabled bool // err is a terminal
+	waiting bool // nothing is being written: frames may be drawn
+	shown   bool // a frame is on the screen now
+	label   string
+	frame   int
+}
+
+var spinFrames = [...]string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func newScreen(out, err io.Writer, outTerminal, spinner bool) *screen {
+	return &screen{out: out, err: err, outTerminal: outTerminal, spin: spinState{enabled: spinner}}
+}
+
+// text writes streamed text to out as is.
+func (s *screen) text(t string) { s.emit(piece{toOut: true, text: t}) }
+
+// line writes a whole line to out, first ending a partial one.
+func (s *screen) line(t string) { s.emit(piece{toOut: true, fresh: true, text: t + "\n"}) }
+
+// endLine ends out's partial line, if any.
+func (s *screen) endLine() { s.emit(piece{toOut: true, fresh: true}) }
+
+// raw writes one NDJSON line to out.
+func (s *screen) raw(b []byte) { s.emit(piece{toOut: true, text: string(b) + "\n"}) }
+
+// note writes a line to err.
+func (s *screen) note(t string) { s.emit(piece{text: t + "\n"}) }
+
+// Write makes the screen's err side an io.Writer (for the logger).
+func (s *screen) Write(p []byte) (int, error) {
+	s.emit(piece{text: string(p)})
+	return len(p), nil
+}
+
+// emit writes under the lock, or holds the piece while a question is up.
+func (s *screen) emit(p piece) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prompting {
+		s.held = append(s.held, p)
+		return
+	}
+	s.writeLocked(p)
+}
+
+func (s *screen) writeLocked(p piece) {
+	s.eraseLocked()
+	s.spin.waiting = false
+	if p.fresh || (!p.toOut && s.outTerminal) {
+		// On a shared terminal a note must not continue the text's line.
+		s.endLineLocked()
+	}
+	if p.text == "" {
+		return
+	}
+	if !p.toOut {
+		io.WriteString(s.err, p.text)
+		return
+	}
+	io.WriteString(s.out, p.text)
+	s.midLine = !strings.HasSuffix(p.text, "\n")
+}
+
+func (s *screen) endLineLocked() {
+	if s.midLine {
+		io.WriteString(s.out, "\n")
+		s.midLine = false
+	}
+}
+
+// wait shows the spinner with label until the next write. On a shared
+// terminal it stays hidden while out is mid-line: erasing its frame would
+// erase the text too.
+func (s *screen) wait(label string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spin.label = label
+	s.spin.waiting = s.spin.enabled && !(s.outTerminal && s.midLine)
+}
+
+// tick draws the next spinner frame, if one is due.
+func (s *screen) tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.spin.waiting || s.prompting {
+		return
+	}
+	f := spinFrames[s.spin.frame%len(spinFrames)]
+	s.spin.frame++
+	io.WriteString(s.err, "\r"+f+" "+s.spin.label+"\x1b[K")
+	s.spin.shown = true
+}
+
+// idle hides the spinner for good (until the next wait).
+func (s *screen) idle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.eraseLocked()
+	s.spin.waiting = false
+}
+
+func (s *screen) eraseLocked() {
+	if s.spin.shown {
+		io.WriteString(s.err, "\r\x1b[K")
+		s.spin.shown = false
+	}
+}
+
+// ask puts a question on err and holds other output until release. Only
+// one question may be up at a time; the approver serialises them.
+func (s *screen) ask(question string) (release func()) {
+	s.mu.Lock()
+	s.writeLocked(piece{text: question})
+	s.prompting = true
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.prompting = false
+		held := s.held
+		s.held = nil
+		for _, p := range held {
+			s.writeLocked(p)
+		}
+	}
+}

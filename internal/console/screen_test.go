@@ -1,0 +1,64 @@
+package console
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSpinnerDrawsAndErases(t *testing.T) {
+	var out, errs strings.Builder
+	scr := newScreen(&out, &errs, true, true)
+	scr.wait("thinking…")
+	scr.tick()
+	scr.tick()
+	scr.line("text")
+	if got, want := errs.String(), "\r⠋ thinking…\x1b[K\r⠙ thinking…\x1b[K\r\x1b[K"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	scr.tick() // the write ended the wait
+	if strings.Count(errs.String(), "⠹") != 0 || out.String() != "text\n" {
+		t.Errorf("stderr %q, stdout %q", errs.String(), out.String())
+	}
+}
+
+func TestSpinnerWaitsForTheEndOfAPartialLine(t *testing.T) {
+	var out, errs strings.Builder
+	scr := newScreen(&out, &errs, true, true)
+	scr.text("Hello")
+	scr.wait("thinking…")
+	scr.tick()
+	if errs.String() != "" {
+		t.Errorf("spinner drawn over a partial line: %q", errs.String())
+	}
+	scr.endLine()
+	scr.wait("thinking…")
+	scr.tick()
+	if out.String() != "Hello\n" || !strings.Contains(errs.String(), "thinking…") {
+		t.Errorf("stdout %q, stderr %q", out.String(), errs.String())
+	}
+}
+
+func TestQuestionHoldsOtherOutput(t *testing.T) {
+	var out, errs strings.Builder
+	scr := newScreen(&out, &errs, false, false)
+	release := scr.ask("Allow? ")
+	scr.line("later")
+	scr.note("a note")
+	if out.String() != "" || errs.String() != "Allow? " {
+		t.Errorf("while asking: stdout %q, stderr %q", out.String(), errs.String())
+	}
+	release()
+	if out.String() != "later\n" || errs.String() != "Allow? a note\n" {
+		t.Errorf("after: stdout %q, stderr %q", out.String(), errs.String())
+	}
+}
+
+func TestSpinnerGoroutineStops(t *testing.T) {
+	var errs strings.Builder
+	scr := newScreen(&strings.Builder{}, &errs, false, true)
+	s := startSpinner(scr, 1)
+	scr.wait("x")
+	s.stop() // goleak in TestMain checks the goroutine is gone
+	var nilSpinner *spinner
+	nilSpinner.stop()
+}

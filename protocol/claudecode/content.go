@@ -1,0 +1,230 @@
+package claudecode
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Content block types (Anthropic Messages API).
+const (
+	BlockText             = "text"
+	BlockThinking         = "thinking"
+	BlockRedactedThinking = "redacted_thinking"
+	BlockToolUse          = "tool_use"
+	BlockToolResult       = "tool_result"
+	BlockServerToolUse    = "server_tool_use"
+	BlockImage            = "image"
+	BlockDocument         = "document"
+)
+
+// ContentBlock is one block of a message's content.
+type ContentBlock interface {
+	BlockType() string
+}
+
+// TextBlock is plain text.
+type TextBlock struct {
+	Text string `json:"text"`
+}
+
+// ThinkingBlock is extended thinking.
+type ThinkingBlock struct {
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature,omitempty"`
+}
+
+// RedactedThinkingBlock is thinking the API returned encrypted.
+type RedactedThinkingBlock struct {
+	Data string `json:"data"`
+}
+
+// ToolUseBlock is the model calling a tool.
+type ToolUseBlock struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// ServerToolUseBlock is a tool the API runs itself (web search, …).
+type ServerToolUseBlock struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// ToolResultBlock carries a tool's output back to the model. Content is a
+// string or a list of blocks; ContentText flattens either to text.
+type ToolResultBlock struct {
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// UnknownBlock keeps a block this package does not model (images,
+// documents, server tool results, future types) with its raw JSON.
+type UnknownBlock struct {
+	Type string
+	Raw  json.RawMessage
+}
+
+func (TextBlock) BlockType() string             { return BlockText }
+func (ThinkingBlock) BlockType() string         { return BlockThinking }
+func (RedactedThinkingBlock) BlockType() string { return BlockRedactedThinking }
+func (ToolUseBlock) BlockType() string          { return BlockToolUse }
+func (ServerToolUseBlock) BlockType() string    { return BlockServerToolUse }
+func (ToolResultBlock) BlockType() string       { return BlockToolResult }
+func (b UnknownBlock) BlockType() string        { return b.Type }
+
+// ContentText flattens a tool result's content to text.
+func (b ToolResultBlock) ContentText() string {
+	var s string
+	if json.Unmarshal(b.Content, &s) == nil {
+		return s
+	}
+	var blocks Content
+	if json.Unmarshal(b.Content, &blocks) != nil {
+		return string(b.Content)
+	}
+	return blocks.Text()
+}
+
+// Content is a list of blocks. It decodes from a list, or from a plain string
+// (which user messages may carry) as one TextBlock.
+type Content []ContentBlock
+
+// Text concatenates the text blocks.
+func (c Content) Text() string {
+	var n int
+	for _, b := range c {
+		if t, ok := b.(TextBlock); ok {
+			n += len(t.Text)
+		}
+	}
+	out := make([]byte, 0, n)
+	for _, b := range c {
+		if t, ok := b.(TextBlock); ok {
+			out = append(out, t.Text...)
+		}
+	}
+	return string(out)
+}
+
+// ToolUses returns the tool_use blocks.
+func (c Content) ToolUses() []ToolUseBlock {
+	var out []ToolUseBlock
+	for _, b := range c {
+		if t, ok := b.(ToolUseBlock); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// anyBlock decodes every modelled block shape in one pass.
+type anyBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+func (c *Content) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		*c = Content{TextBlock{Text: s}}
+		return nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return fmt.Errorf("content: %w", err)
+	}
+	out := make(Content, 0, len(raws))
+	for _, raw := range raws {
+		b, err := decodeBlock(raw)
+		if err != nil {
+			return err
+		}
+		out = append(out, b)
+	}
+	*c = out
+	return nil
+}
+
+func decodeBlock(raw json.RawMessage) (ContentBlock, error) {
+	var a anyBlock
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("content block: %w", err)
+	}
+	switch a.Type {
+	case BlockText:
+		return TextBlock{Text: a.Text}, nil
+	case BlockThinking:
+		return ThinkingBlock{Thinking: a.Thinking, Signature: a.Signature}, nil
+	case BlockRedactedThinking:
+		return RedactedThinkingBlock{Data: a.Data}, nil
+	case BlockToolUse:
+		return ToolUseBlock{ID: a.ID, Name: a.Name, Input: a.Input}, nil
+	case BlockServerToolUse:
+		return ServerToolUseBlock{ID: a.ID, Name: a.Name, Input: a.Input}, nil
+	case BlockToolResult:
+		return ToolResultBlock{ToolUseID: a.ToolUseID, Content: a.Content, IsError: a.IsError}, nil
+	default:
+		return UnknownBlock{Type: a.Type, Raw: raw}, nil
+	}
+}
+
+// MarshalJSON writes blocks back in wire form (used for user messages sent
+// to the CLI).
+func (c Content) MarshalJSON() ([]byte, error) {
+	out := make([]json.RawMessage, 0, len(c))
+	for _, b := range c {
+		raw, err := marshalBlock(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, raw)
+	}
+	return json.Marshal(out)
+}
+
+func marshalBlock(b ContentBlock) (json.RawMessage, error) {
+	if u, ok := b.(UnknownBlock); ok {
+		return u.Raw, nil
+	}
+	body, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	return withField(body, "type", b.BlockType())
+}
+
+// withField inserts "key":"value" at the front of a JSON object.
+func withField(obj []byte, key, value string) ([]byte, error) {
+	if len(obj) < 2 || obj[0] != '{' {
+		return nil, fmt.Errorf("claudecode: %T did not encode as an object", obj)
+	}
+	k, _ := json.Marshal(key)
+	v, err := json.Marshal(value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(obj)+len(k)+len(v)+2)
+	out = append(out, '{')
+	out = append(out, k...)
+	out = append(out, ':')
+	out = append(out, v...)
+	if len(obj) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, obj[1:]...), nil
+}

@@ -1,0 +1,441 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/tetherhq/tether/protocol/ndjson"
+)
+
+// Default shutdown steps, as the official SDKs use: time to flush the
+// session file after stdin closes, then after SIGTERM.
+const (
+	DefaultExitGrace = 5 * time.Second
+	DefaultTermGrace = 5 * time.Second
+)
+
+// Command runs an agent as a child process and talks NDJSON over its stdin
+// and stdout. The child gets its own process group, so everything it spawns
+// (MCP servers, Bash commands) is stopped with it.
+type Command struct {
+	Path string
+	Args []string
+	// Env is the child's whole environment; nil inherits this process's.
+	Env []string
+	Dir string
+	// Stderr receives each line the child writes to stderr, without its
+	// newline, on a goroutine of its own; Close returns only after the last
+	// call. stderr is always drained (an unread pipe would block the child).
+	// A line longer than 16 KiB arrives in 16 KiB pieces.
+	Stderr func(line string)
+	// StderrTailSize is how many trailing stderr bytes errors quote
+	// (default 4 KiB).
+	StderrTailSize int
+	// MaxLineSize caps one stdout line (default ndjson.DefaultMaxLineSize).
+	MaxLineSize int
+	// ExitGrace is how long Close waits for a clean exit after closing
+	// stdin; TermGrace how long after SIGTERM before SIGKILL.
+	ExitGrace time.Duration
+	TermGrace time.Duration
+	// EOFExitWait bounds how long Read waits, once stdout ends, for the
+	// exit status (default 2 s). A child that closes stdout and lingers is
+	// reported as a clean end; Close then stops it.
+	EOFExitWait time.Duration
+	Logger      *slog.Logger
+}
+
+// Connect starts the process. ctx bounds the start only; the process lives
+// until Close. When the process exits, whatever is left of its process group
+// is killed at once (the exited leader is reaped only after that sweep, so
+// the group id cannot have been reused by then).
+func (c *Command) Connect(ctx context.Context) (Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	conn, err := c.start()
+	if err != nil {
+		return nil, &StartError{Path: c.Path, Err: err}
+	}
+	return conn, nil
+}
+
+func (c *Command) start() (*commandConn, error) {
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Env, cmd.Dir = c.Env, c.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Our own pipes, not exec's: Wait must never close stdout while
+	// unread lines are still in it.
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW)
+		return nil, err
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW, stdoutR, stdoutW)
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	tailSize := c.StderrTailSize
+	if tailSize <= 0 {
+		tailSize = 4 << 10
+	}
+	conn := &commandConn{
+		cfg:       c,
+		cmd:       cmd,
+		stdin:     stdinW,
+		stdout:    stdoutR,
+		stderr:    stderrR,
+		reader:    ndjson.NewReader(stdoutR, c.MaxLineSize),
+		stdinW:    &countingWriter{w: stdinW},
+		tail:      &tailBuffer{n: tailSize},
+		writeSem:  make(chan struct{}, 1),
+		exited:    make(chan struct{}),
+		stderrEOF: make(chan struct{}),
+	}
+	conn.writer = ndjson.NewWriter(conn.stdinW)
+	started := make(chan error, 1)
+	go conn.run(started)
+	if err := <-started; err != nil {
+		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+		return nil, err
+	}
+	closeAll(stdinR, stdoutW, stderrW)
+	go conn.drainStderr()
+	return conn, nil
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
+
+type commandConn struct {
+	cfg    *Command
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	stderr *os.File
+	reader *ndjson.Reader
+	writer *ndjson.Writer
+	stdinW *countingWriter // counts what reached the pipe (under writeSem)
+	tail   *tailBuffer
+
+	exited    chan struct{} // closed once the group is swept and the leader reaped
+	exitErr   error         // set before exited closes
+	stderrEOF chan struct{}
+
+	// sigMu orders signals to the group against the reap: while leaderGone
+	// is false the leader is not reaped, so its pid still names our group.
+	sigMu      sync.Mutex
+	leaderGone bool
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    atomic.Bool // set once Close has finished
+	stdinOnce sync.Once
+
+	readMu sync.Mutex
+	endErr error // sticky result once stdout has ended (under readMu)
+
+	writeSem  chan struct{} // one Write at a time; waiting honours ctx
+	writeTorn bool          // a cancelled Write left part of a line (under writeSem)
+}
+
+// errWriteTorn is returned by Write once a cancelled Write has left part of a
+// line in the pipe: anything written after it would be glued to that part.
+var errWriteTorn = errors.New("transport: an earlier Write was cancelled mid-line; the agent's input is no longer framed")
+
+// countingWriter counts the bytes that reach w.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += n
+	return n, err
+}
+
+func (c *commandConn) logger() *slog.Logger {
+	if c.cfg.Logger != nil {
+		return c.cfg.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// run starts the process and waits for it to end. Pdeathsig fires when the
+// thread that forked the child exits, and the Go runtime may end a thread
+// at any time unless a goroutine is locked to it: so the forking thread stays
+// locked until the child has exited.
+func (c *commandConn) run(started chan<- error) {
+	runtime.LockOSThread()
+	if err := c.cmd.Start(); err != nil {
+		runtime.UnlockOSThread()
+		started <- err
+		return
+	}
+	started <- nil
+	pid := c.cmd.Process.Pid
+	// Wait for the exit without reaping: the zombie leader keeps its pid,
+	// and so the group id, from being reused while we sweep the group.
+	waitErr := waitExited(pid)
+	runtime.UnlockOSThread()
+	if waitErr != nil {
+		// No way to wait without reaping: reap, then stop signalling.
+		err := c.cmd.Wait()
+		c.sigMu.Lock()
+		c.leaderGone, c.exitErr = true, err
+		c.sigMu.Unlock()
+		close(c.exited)
+		return
+	}
+	c.sigMu.Lock()
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	c.leaderGone = true
+	c.exitErr = c.cmd.Wait() // the leader is a zombie: this does not block
+	c.sigMu.Unlock()
+	close(c.exited)
+}
+
+// signalGroup signals the child's process group unless the leader is gone.
+func (c *commandConn) signalGroup(sig syscall.Signal) {
+	c.sigMu.Lock()
+	defer c.sigMu.Unlock()
+	if !c.leaderGone {
+		_ = syscall.Kill(-c.cmd.Process.Pid, sig)
+	}
+}
+
+func (c *commandConn) drainStderr() {
+	defer close(c.stderrEOF)
+	r := bufio.NewReaderSize(io.TeeReader(c.stderr, c.tail), stderrLineMax)
+	for {
+		// ReadSlice, not ReadString: a child that writes megabytes without
+		// a newline must not make us buffer them all.
+		chunk, err := r.ReadSlice('\n')
+		if len(chunk) > 0 && c.cfg.Stderr != nil {
+			line := string(chunk)
+			if err != bufio.ErrBufferFull {
+				line = strings.TrimRight(line, "\r\n")
+			}
+			c.cfg.Stderr(line)
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
+
+// stderrLineMax is the longest stderr line handed to Command.Stderr whole.
+const stderrLineMax = 16 << 10
+
+// deadlineOnDone arranges for set(past) to run when ctx is done, which wakes
+// a blocked read or write on the file. stop undoes it: it clears the
+// deadline again if it was set, after the setter has finished, so a late
+// setter cannot leave the deadline behind for the next call.
+func deadlineOnDone(ctx context.Context, set func(time.Time) error) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	fired := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		_ = set(time.Unix(1, 0))
+	})
+	return func() {
+		if !stopAfter() {
+			<-fired
+			_ = set(time.Time{})
+		}
+	}
+}
+
+func (c *commandConn) Read(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if c.endErr != nil {
+		return nil, c.endErr
+	}
+	// A read deadline in the past wakes the blocked read; the ndjson reader
+	// keeps any partial line, so the next Read continues it.
+	stop := deadlineOnDone(ctx, c.stdout.SetReadDeadline)
+	line, err := c.reader.ReadLine()
+	stop()
+	switch {
+	case err == nil:
+		return line, nil
+	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, io.EOF):
+		end, err := c.endOfOutput(ctx)
+		if err != nil {
+			return nil, err // ctx ended first; the next Read waits again
+		}
+		c.endErr = end
+		return nil, end
+	case errors.Is(err, os.ErrClosed):
+		return nil, ErrClosed
+	}
+	return nil, err
+}
+
+// endOfOutput turns stdout EOF into io.EOF or the process's *ExitError. err
+// is ctx's error if ctx ends while it waits for the exit status.
+func (c *commandConn) endOfOutput(ctx context.Context) (end, err error) {
+	wait := c.cfg.EOFExitWait
+	if wait <= 0 {
+		wait = 2 * time.Second
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-c.exited:
+	case <-timer.C:
+		c.logger().Warn("agent closed stdout but is still running")
+		return io.EOF, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err := c.exitError(); err != nil {
+		return err, nil
+	}
+	return io.EOF, nil
+}
+
+// exitError describes the reaped process, or nil for exit code 0.
+func (c *commandConn) exitError() error {
+	var ee *exec.ExitError
+	if !errors.As(c.exitErr, &ee) {
+		return c.exitErr
+	}
+	// Let the stderr reader catch the last words before quoting them.
+	select {
+	case <-c.stderrEOF:
+	case <-time.After(200 * time.Millisecond):
+	}
+	out := &ExitError{Code: ee.ExitCode(), StderrTail: strings.TrimSpace(c.tail.String())}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		out.Signal = ws.Signal().String()
+	}
+	return out
+}
+
+func (c *commandConn) Write(ctx context.Context, line []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	// Queue here rather than on the ndjson writer's mutex: a waiting Write
+	// must honour its own ctx without disturbing the one in progress.
+	select {
+	case c.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.writeSem }()
+	if c.writeTorn {
+		return errWriteTorn
+	}
+	stop := deadlineOnDone(ctx, c.stdin.SetWriteDeadline)
+	c.stdinW.n = 0
+	err := c.writer.WriteLine(line)
+	stop()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil:
+		if c.stdinW.n > 0 {
+			c.writeTorn = true
+		}
+		return ctx.Err()
+	case errors.Is(err, os.ErrClosed), errors.Is(err, syscall.EPIPE):
+		return ErrClosed
+	}
+	return err
+}
+
+func (c *commandConn) CloseWrite() error {
+	var err error
+	c.stdinOnce.Do(func() { err = c.stdin.Close() })
+	return err
+}
+
+// Close: close stdin, wait, SIGTERM the group, wait, SIGKILL the group, reap.
+// Read keeps working while Close runs, so the last lines can be drained;
+// once Close has returned, Read and Write return ErrClosed.
+func (c *commandConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closeErr = c.shutdown()
+		c.closed.Store(true)
+	})
+	return c.closeErr
+}
+
+func (c *commandConn) shutdown() error {
+	_ = c.CloseWrite()
+	exitGrace, termGrace := c.cfg.ExitGrace, c.cfg.TermGrace
+	if exitGrace <= 0 {
+		exitGrace = DefaultExitGrace
+	}
+	if termGrace <= 0 {
+		termGrace = DefaultTermGrace
+	}
+	pid := c.cmd.Process.Pid
+	if !c.waitExit(exitGrace) {
+		c.logger().Debug("agent still running after stdin closed; sending SIGTERM", "pid", pid)
+		c.signalGroup(syscall.SIGTERM)
+		if !c.waitExit(termGrace) {
+			c.logger().Warn("agent ignored SIGTERM; killing", "pid", pid)
+			c.signalGroup(syscall.SIGKILL)
+		}
+	}
+	// Once the leader has exited, run sweeps the rest of the group (so
+	// nothing is orphaned) and then reaps the leader.
+	<-c.exited
+	// Descendants that still hold stderr open died with the group; the
+	// read end is closed either way so the drain goroutine returns.
+	select {
+	case <-c.stderrEOF:
+	case <-time.After(time.Second):
+	}
+	closeAll(c.stdout, c.stderr)
+	<-c.stderrEOF
+	return nil
+}
+
+func (c *commandConn) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
