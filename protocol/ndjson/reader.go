@@ -43,7 +43,7 @@ func (e *TruncatedLineError) Error() string {
 // ErrSkipped matches both recoverable errors: the stream goes on after them.
 var ErrSkipped = errors.New("ndjson: line skipped")
 
-func (e *LineTooLongError) Is(target error) bool  { return target == ErrSkipped }
+func (e *LineTooLongError) Is(target error) bool   { return target == ErrSkipped }
 func (e *TruncatedLineError) Is(target error) bool { return target == ErrSkipped }
 
 // Reader cuts lines out of a stream. Blank lines and a trailing "\r" are
