@@ -4,9 +4,14 @@ import (
 	"context"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/tetherhq/tether/claude"
 )
+
+// settleLimit bounds how long a cancelled run waits for its interrupt
+// request to be answered before it closes the session.
+const settleLimit = time.Second
 
 // interrupter turns Ctrl-C presses into actions: the first interrupts the
 // turn (the CLI then ends it with an interrupted result), the second
@@ -20,7 +25,7 @@ type interrupter struct {
 	client    *claude.Client
 	presses   int
 	cancelled bool
-	calls     sync.WaitGroup // Interrupt requests in flight
+	answered  chan struct{} // closed when the Interrupt request ends; nil before one
 }
 
 func newInterrupter(cancel context.CancelFunc, note func(string)) *interrupter {
@@ -35,7 +40,8 @@ func (i *interrupter) attach(c *claude.Client) {
 }
 
 // watch handles presses from sigs until the returned stop is called; stop
-// waits for the watcher and for Interrupt requests it started.
+// waits for the watcher and for the Interrupt request it started, which
+// ends at the latest when the session is closed.
 func (i *interrupter) watch(ctx context.Context, sigs <-chan os.Signal) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -52,7 +58,9 @@ func (i *interrupter) watch(ctx context.Context, sigs <-chan os.Signal) (stop fu
 	return func() {
 		close(quit)
 		<-done
-		i.calls.Wait()
+		if ch := i.request(); ch != nil {
+			<-ch
+		}
 	}
 }
 
@@ -62,17 +70,44 @@ func (i *interrupter) press(ctx context.Context) {
 	i.presses++
 	if i.presses == 1 && i.client != nil {
 		i.note("⏹ interrupting… (Ctrl-C again to quit)")
-		c := i.client
-		i.calls.Add(1)
-		go func() { // the answer can take a while; a second press must not wait for it
-			defer i.calls.Done()
-			_ = c.Interrupt(ctx) // if it fails, the turn ends on its own or by the second press
-		}()
+		i.answered = make(chan struct{})
+		go i.interrupt(context.WithoutCancel(ctx), i.client, i.answered)
 		return
 	}
 	if !i.cancelled {
 		i.cancelled = true
 		i.cancel()
+	}
+}
+
+// interrupt runs on its own goroutine: the answer can take a while and a
+// second press must not wait for it. Nor may that press's cancel stop the
+// request (hence a context without cancel): a stopped turn lets the CLI
+// exit at once when the session closes, and closing ends this wait.
+func (i *interrupter) interrupt(ctx context.Context, c *claude.Client, answered chan struct{}) {
+	defer close(answered)
+	_ = c.Interrupt(ctx) // if it fails the turn ends anyway, or by a second press
+}
+
+func (i *interrupter) request() chan struct{} {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.answered
+}
+
+// settle gives an interrupt request in flight a moment to land before the
+// session is closed: a CLI whose turn was stopped exits promptly, one
+// still mid-turn may finish it first.
+func (i *interrupter) settle() {
+	ch := i.request()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(settleLimit)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
 	}
 }
 

@@ -83,7 +83,11 @@ type mockRun struct {
 func newMockRun(t *testing.T, scenario string, env map[string]string) *mockRun {
 	t.Helper()
 	dir := t.TempDir()
-	e := map[string]string{mockclaude.EnvScenario: scenario}
+	e := map[string]string{
+		mockclaude.EnvScenario: scenario,
+		// A -race binary sleeps 1s before exiting by default; the mock is one.
+		"GORACE": "atexit_sleep_ms=0",
+	}
 	for k, v := range env {
 		e[k] = v
 	}

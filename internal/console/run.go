@@ -72,6 +72,7 @@ func (r *run) session(ctx context.Context) int {
 		return r.failed(err)
 	}
 	defer func() {
+		r.intr.settle()
 		_ = client.Close() // also withdraws a question still up
 		r.appr.lines.close()
 	}()
