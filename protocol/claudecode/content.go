@@ -122,29 +122,29 @@ func (c Content) ToolUses() []ToolUseBlock {
 
 // anyBlock decodes every modelled block shape in one pass.
 type anyBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	Signature string          `json:"signature"`
-	Data      string          `json:"data"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
+	Type      string     `json:"type"`
+	Text      stringView `json:"text"`
+	Thinking  stringView `json:"thinking"`
+	Signature string     `json:"signature"`
+	Data      stringView `json:"data"`
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Input     rawView    `json:"input"`
+	ToolUseID string     `json:"tool_use_id"`
+	Content   rawView    `json:"content"`
+	IsError   bool       `json:"is_error"`
 }
 
 func (c *Content) UnmarshalJSON(data []byte) error {
 	if len(data) > 0 && data[0] == '"' {
-		var s string
+		var s stringView
 		if err := json.Unmarshal(data, &s); err != nil {
 			return err
 		}
-		*c = Content{TextBlock{Text: s}}
+		*c = Content{TextBlock{Text: string(s)}}
 		return nil
 	}
-	var raws []json.RawMessage
+	var raws []rawView
 	if err := json.Unmarshal(data, &raws); err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
@@ -160,26 +160,26 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func decodeBlock(raw json.RawMessage) (ContentBlock, error) {
+func decodeBlock(raw rawView) (ContentBlock, error) {
 	var a anyBlock
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, fmt.Errorf("content block: %w", err)
 	}
 	switch a.Type {
 	case BlockText:
-		return TextBlock{Text: a.Text}, nil
+		return TextBlock{Text: string(a.Text)}, nil
 	case BlockThinking:
-		return ThinkingBlock{Thinking: a.Thinking, Signature: a.Signature}, nil
+		return ThinkingBlock{Thinking: string(a.Thinking), Signature: a.Signature}, nil
 	case BlockRedactedThinking:
-		return RedactedThinkingBlock{Data: a.Data}, nil
+		return RedactedThinkingBlock{Data: string(a.Data)}, nil
 	case BlockToolUse:
-		return ToolUseBlock{ID: a.ID, Name: a.Name, Input: a.Input}, nil
+		return ToolUseBlock{ID: a.ID, Name: a.Name, Input: json.RawMessage(a.Input)}, nil
 	case BlockServerToolUse:
-		return ServerToolUseBlock{ID: a.ID, Name: a.Name, Input: a.Input}, nil
+		return ServerToolUseBlock{ID: a.ID, Name: a.Name, Input: json.RawMessage(a.Input)}, nil
 	case BlockToolResult:
-		return ToolResultBlock{ToolUseID: a.ToolUseID, Content: a.Content, IsError: a.IsError}, nil
+		return ToolResultBlock{ToolUseID: a.ToolUseID, Content: json.RawMessage(a.Content), IsError: a.IsError}, nil
 	default:
-		return UnknownBlock{Type: a.Type, Raw: raw}, nil
+		return UnknownBlock{Type: a.Type, Raw: json.RawMessage(raw)}, nil
 	}
 }
 

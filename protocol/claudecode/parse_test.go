@@ -170,5 +170,27 @@ func FuzzParse(f *testing.F) {
 		if json.Unmarshal(line, &probe) == nil && probe.Type != m.Type() {
 			t.Fatalf("type %q, encoding/json says %q", m.Type(), probe.Type)
 		}
+		// Aliased text must equal what a plain decode gives.
+		if a, ok := m.(*cc.AssistantMessage); ok {
+			var plain struct {
+				Message struct {
+					Content []struct {
+						Type string `json:"type"`
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"message"`
+			}
+			if json.Unmarshal(line, &plain) == nil {
+				var want strings.Builder
+				for _, b := range plain.Message.Content {
+					if b.Type == "text" {
+						want.WriteString(b.Text)
+					}
+				}
+				if got := a.Message.Content.Text(); got != want.String() {
+					t.Fatalf("text %q, encoding/json says %q", got, want.String())
+				}
+			}
+		}
 	})
 }
