@@ -56,7 +56,9 @@ func TestCommandArgsMapEveryOption(t *testing.T) {
 }
 
 func TestCommandArgsRejectConflicts(t *testing.T) {
-	allow := func(context.Context, claude.PermissionRequest) (claude.PermissionResult, error) { return claude.Allow{}, nil }
+	allow := func(context.Context, claude.PermissionRequest) (claude.PermissionResult, error) {
+		return claude.Allow{}, nil
+	}
 	for name, o := range map[string]claude.Options{
 		"callback and prompt tool": {CanUseTool: allow, PermissionPromptToolName: "mcp__x"},
 		"fallback equals model":    {Model: "a", FallbackModel: "a"},

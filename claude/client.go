@@ -290,7 +290,9 @@ func (c *Client) trackTask(m *SystemMessage) {
 	}
 }
 
-func (c *Client) hasLiveTasks() bool {
+// HasLiveTasks reports delegated work (subagents, workflows) still running
+// after a result: it may call back, so stdin must stay open for it.
+func (c *Client) HasLiveTasks() bool {
 	c.state.Lock()
 	defer c.state.Unlock()
 	return len(c.liveTasks) > 0

@@ -31,6 +31,7 @@ type (
 	ToolResultBlock  = cc.ToolResultBlock
 	Usage            = cc.Usage
 	PermissionUpdate = cc.PermissionUpdate
+	PermissionRule   = cc.PermissionRule
 	AgentDefinition  = cc.AgentDefinition
 	HookInput        = cc.HookInput
 	HookOutput       = cc.HookOutput

@@ -29,7 +29,7 @@ func Query(ctx context.Context, prompt string, opts Options) iter.Seq2[Message, 
 					return
 				}
 			}
-			if !opts.hasCallbacks() || !c.hasLiveTasks() {
+			if !opts.hasCallbacks() || !c.HasLiveTasks() {
 				return
 			}
 		}

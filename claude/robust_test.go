@@ -18,7 +18,8 @@ import (
 // mockOptions runs this test binary as the mock CLI with a scenario.
 func mockOptions(t *testing.T, scenario string, env map[string]string) claude.Options {
 	t.Helper()
-	e := map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: scenario}
+	// GORACE: a race-built binary otherwise sleeps a second at exit.
+	e := map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: scenario, "GORACE": "atexit_sleep_ms=0"}
 	for k, v := range env {
 		e[k] = v
 	}

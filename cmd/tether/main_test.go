@@ -152,6 +152,13 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+func TestHiddenMockCommand(t *testing.T) {
+	r := tether(t, t.TempDir(), "", nil, "mock-claude", "-v")
+	if r.code != 0 || !strings.Contains(r.stdout, "tether mockclaude") {
+		t.Errorf("exit code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
 // TestSIGINTInterruptsTheTurn: one Ctrl-C stops the turn, tether prints the
 // interrupted summary and exits 1 (the turn did not complete), and the
 // agent process is gone.

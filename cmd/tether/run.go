@@ -100,7 +100,8 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	return codeErr(console.Run(cmd.Context(), cfg))
 }
 
-// config turns the flags into a console.Config; its errors are usage errors.
+// config turns the flags into a console.Config. Its errors are usage
+// errors, unless they are an exitCode.
 func (f *runFlags) config(cmd *cobra.Command) (console.Config, error) {
 	approve, err := console.ParseApprove(f.approve)
 	if err != nil {
@@ -132,8 +133,9 @@ func (f *runFlags) options(cmd *cobra.Command) (claude.Options, error) {
 	}
 	if f.mock {
 		exe, err := os.Executable()
-		if err != nil {
-			return claude.Options{}, fmt.Errorf("--mock: finding tether's own executable: %w", err)
+		if err != nil { // not the command line's fault
+			fmt.Fprintln(os.Stderr, "tether: --mock: cannot find tether's own executable:", err)
+			return claude.Options{}, exitCode(console.ExitFailed)
 		}
 		opts = console.UseMock(opts, exe)
 	}

@@ -33,6 +33,7 @@ type approver struct {
 	st          style
 	cwd         string
 	lines       *lineSource
+	shown       *shownTools   // nil: no tool lines to wait for
 	turn        chan struct{} // holds a token while a question is up
 
 	mu     sync.Mutex
@@ -40,10 +41,10 @@ type approver struct {
 	warned bool            // the off-terminal note was shown
 }
 
-func newApprover(cfg Config, scr *screen, cwd string) *approver {
+func newApprover(cfg Config, scr *screen, cwd string, shown *shownTools) *approver {
 	return &approver{
 		mode: cfg.Approve, interactive: cfg.InTerminal, scr: scr, st: style{cfg.Color}, cwd: cwd,
-		lines: newLineSource(cfg.In), turn: make(chan struct{}, 1), always: map[string]bool{},
+		lines: newLineSource(cfg.In), shown: shown, turn: make(chan struct{}, 1), always: map[string]bool{},
 	}
 }
 
@@ -97,18 +98,20 @@ func (a *approver) ask(ctx context.Context, req claude.PermissionRequest) (claud
 	if a.remembered(req.ToolName) { // allowed "always" while we waited our turn
 		return claude.Allow{}, nil
 	}
+	a.shown.wait(ctx, req.ToolUseID)
 	question := "Allow " + toolSummary(req.ToolName, req.Input, a.cwd) + "? [y]es once / [a]lways / [n]o "
 	for range maxAsks {
 		release := a.scr.ask(a.st.yellow("? ") + question)
 		answer, err := a.lines.next(ctx)
-		release()
 		if err != nil {
 			if ctx.Err() != nil {
-				a.scr.note(a.st.dim("(withdrawn)"))
+				release(a.st.dim("(withdrawn)") + "\n")
 				return nil, ctx.Err()
 			}
+			release("\n")
 			return claude.Deny{Message: denyNoAnswer}, nil
 		}
+		release("")
 		if res, ok := a.answer(req, answer); ok {
 			return res, nil
 		}

@@ -12,15 +12,17 @@ import (
 
 func newTestApprover(in io.Reader, errOut io.Writer) *approver {
 	scr := newScreen(io.Discard, errOut, false, false)
-	return newApprover(Config{Approve: ApproveAsk, InTerminal: true, In: in}, scr, "/w")
+	return newApprover(Config{Approve: ApproveAsk, InTerminal: true, In: in}, scr, "/w", nil)
 }
 
-var writeReq = claude.PermissionRequest{ToolName: "Write", Input: []byte(`{"file_path":"/w/a.txt"}`)}
+func writeReq() claude.PermissionRequest {
+	return claude.PermissionRequest{ToolName: "Write", Input: []byte(`{"file_path":"/w/a.txt"}`)}
+}
 
 func TestAlwaysIsRememberedAndSentAsRule(t *testing.T) {
 	var errs strings.Builder
 	a := newTestApprover(strings.NewReader("a\n"), &errs)
-	first, err := a.decide(t.Context(), writeReq)
+	first, err := a.decide(t.Context(), writeReq())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func TestAlwaysIsRememberedAndSentAsRule(t *testing.T) {
 		t.Errorf("update = %+v", u)
 	}
 	// The input is used up: a second question would be denied.
-	second, err := a.decide(t.Context(), writeReq)
+	second, err := a.decide(t.Context(), writeReq())
 	if _, ok := second.(claude.Allow); !ok || err != nil {
 		t.Errorf("second answer = %#v, %v; want Allow without asking", second, err)
 	}
@@ -48,7 +50,7 @@ func TestAlwaysIsRememberedAndSentAsRule(t *testing.T) {
 
 func TestYesAllowsOnce(t *testing.T) {
 	a := newTestApprover(strings.NewReader("y\n"), io.Discard)
-	res, _ := a.decide(t.Context(), writeReq)
+	res, _ := a.decide(t.Context(), writeReq())
 	if al, ok := res.(claude.Allow); !ok || al.UpdatedPermissions != nil {
 		t.Errorf("answer = %#v", res)
 	}
@@ -63,11 +65,11 @@ func TestWithdrawnQuestionKeepsTheLateAnswer(t *testing.T) {
 	a := newTestApprover(pr, io.Discard)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := a.decide(ctx, writeReq); err == nil {
+	if _, err := a.decide(ctx, writeReq()); err == nil {
 		t.Fatal("a withdrawn question got an answer")
 	}
 	go io.WriteString(pw, "y\n") // typed late: it answers the next question
-	res, err := a.decide(t.Context(), writeReq)
+	res, err := a.decide(t.Context(), writeReq())
 	if _, ok := res.(claude.Allow); !ok || err != nil {
 		t.Errorf("next answer = %#v, %v", res, err)
 	}
@@ -76,8 +78,8 @@ func TestWithdrawnQuestionKeepsTheLateAnswer(t *testing.T) {
 func TestModesDecideWithoutAsking(t *testing.T) {
 	for mode, want := range map[Approve]string{ApproveAllow: "allow", ApproveDeny: denyByFlag} {
 		scr := newScreen(io.Discard, io.Discard, false, false)
-		a := newApprover(Config{Approve: mode, InTerminal: true, In: strings.NewReader("n\n")}, scr, "/w")
-		res, _ := a.decide(t.Context(), writeReq)
+		a := newApprover(Config{Approve: mode, InTerminal: true, In: strings.NewReader("n\n")}, scr, "/w", nil)
+		res, _ := a.decide(t.Context(), writeReq())
 		switch r := res.(type) {
 		case claude.Allow:
 			if want != "allow" {

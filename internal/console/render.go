@@ -42,11 +42,12 @@ type humanView struct {
 	// that follow repeat what was streamed and are not printed again.
 	deltas bool
 	last   section
-	label  string // the spinner's label until the next message
+	label  string      // the spinner's label until the next message
+	shown  *shownTools // tool calls whose line is out, for approval questions
 }
 
-func newHumanView(scr *screen, st style, cwd string) *humanView {
-	return &humanView{scr: scr, st: st, cwd: cwd, label: "thinking…"}
+func newHumanView(scr *screen, st style, cwd string, shown *shownTools) *humanView {
+	return &humanView{scr: scr, st: st, cwd: cwd, label: "thinking…", shown: shown}
 }
 
 func (v *humanView) message(msg claude.Message) {
@@ -100,6 +101,7 @@ func (v *humanView) toolUse(b claude.ToolUseBlock, sub bool) {
 	}
 	v.enter(sectionTools)
 	v.scr.line(indent + v.st.green("⏺") + " " + toolSummary(b.Name, b.Input, v.cwd))
+	v.shown.shown(b.ID)
 	v.label = "running " + b.Name + "…"
 }
 

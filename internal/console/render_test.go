@@ -69,7 +69,7 @@ func TestErrorResultSummaryAndExitCode(t *testing.T) {
 func render(t *testing.T, msgs ...string) string {
 	t.Helper()
 	var out strings.Builder
-	v := newHumanView(newScreen(&out, &out, false, false), style{}, "/w")
+	v := newHumanView(newScreen(&out, &out, false, false), style{}, "/w", nil)
 	for _, l := range msgs {
 		v.message(parse(t, l))
 	}

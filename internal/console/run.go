@@ -24,7 +24,9 @@ type run struct {
 
 // Run starts a session, sends cfg.Prompt as one turn, shows it until its
 // result and returns the exit code: ExitOK, ExitFailed or ExitCancelled.
-// Every goroutine it starts has ended when it returns.
+// Every goroutine it starts has ended when it returns, but for one case: a
+// read of cfg.In for a question that was withdrawn, when In cannot be
+// given a read deadline; it ends with the process (or the next line).
 func Run(ctx context.Context, cfg Config) int {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(ctx)
@@ -44,12 +46,15 @@ func newRun(cfg Config, cancel context.CancelFunc) *run {
 	st := style{cfg.Color}
 	scr := newScreen(cfg.Out, cfg.Err, cfg.OutTerminal, cfg.ErrTerminal && !cfg.JSON)
 	r := &run{cfg: cfg, scr: scr, st: st, start: cfg.Now()}
-	r.view = newHumanView(scr, st, cwd)
+	var shown *shownTools
 	if cfg.JSON {
 		r.view = jsonView{scr}
+	} else {
+		shown = newShownTools()
+		r.view = newHumanView(scr, st, cwd, shown)
 	}
 	r.intr = newInterrupter(cancel, func(s string) { scr.note(st.yellow(s)) })
-	r.appr = newApprover(cfg, scr, cwd)
+	r.appr = newApprover(cfg, scr, cwd, shown)
 	return r
 }
 
@@ -126,7 +131,7 @@ func (r *run) failed(err error) int {
 	}
 	msg := "✗ " + err.Error()
 	if errors.Is(err, claude.ErrCLINotFound) {
-		msg += "\n  (tether run --mock runs a built-in stand-in, no CLI or API key needed)"
+		msg += "\n  (pass --cli PATH, or try tether run --mock: a built-in stand-in, no CLI or API key needed)"
 	}
 	r.scr.note(r.st.red(msg))
 	return ExitFailed

@@ -97,11 +97,13 @@ func TestJSONPrintsExactlyTheMockLines(t *testing.T) {
 func TestAskAlwaysAllows(t *testing.T) {
 	r := newMockRun(t, "", nil)
 	r.cfg.Approve, r.cfg.InTerminal, r.cfg.In = ApproveAsk, true, strings.NewReader("a\n")
+	r.cfg.Err = r.out // one screen: the question must follow its tool line
 	if code := r.run(); code != ExitOK {
-		t.Fatalf("exit code %d; err:\n%s", code, r.err)
+		t.Fatalf("exit code %d; output:\n%s", code, r.out)
 	}
-	if q := "? Allow Write hello.txt? [y]es once / [a]lways / [n]o "; !strings.Contains(r.err.String(), q) {
-		t.Errorf("stderr has no question %q:\n%s", q, r.err)
+	q := "? Allow Write hello.txt? [y]es once / [a]lways / [n]o "
+	if !inOrder(r.out.String(), "⏺ Write hello.txt\n", q, "  ⎿ File created") {
+		t.Errorf("question %q missing or out of place:\n%s", q, r.out)
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, "hello.txt")); err != nil {
 		t.Errorf("hello.txt not written: %v", err)

@@ -37,7 +37,8 @@ type spinState struct {
 	frame   int
 }
 
-var spinFrames = [...]string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+// spinFrames are the spinner's frames, one rune each.
+const spinFrames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 func newScreen(out, err io.Writer, outTerminal, spinner bool) *screen {
 	return &screen{out: out, err: err, outTerminal: outTerminal, spin: spinState{enabled: spinner}}
@@ -117,9 +118,10 @@ func (s *screen) tick() {
 	if !s.spin.waiting || s.prompting {
 		return
 	}
-	f := spinFrames[s.spin.frame%len(spinFrames)]
+	frames := []rune(spinFrames)
+	f := frames[s.spin.frame%len(frames)]
 	s.spin.frame++
-	io.WriteString(s.err, "\r"+f+" "+s.spin.label+"\x1b[K")
+	io.WriteString(s.err, "\r"+string(f)+" "+s.spin.label+"\x1b[K")
 	s.spin.shown = true
 }
 
@@ -138,16 +140,19 @@ func (s *screen) eraseLocked() {
 	}
 }
 
-// ask puts a question on err and holds other output until release. Only
-// one question may be up at a time; the approver serialises them.
-func (s *screen) ask(question string) (release func()) {
+// ask puts a question on err and holds other output until release, which
+// first writes tail to finish the question's line (the terminal's echo of
+// an answer does that by itself). Only one question may be up at a time;
+// the approver serialises them.
+func (s *screen) ask(question string) (release func(tail string)) {
 	s.mu.Lock()
 	s.writeLocked(piece{text: question})
 	s.prompting = true
 	s.mu.Unlock()
-	return func() {
+	return func(tail string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.writeLocked(piece{text: tail})
 		s.prompting = false
 		held := s.held
 		s.held = nil

@@ -47,8 +47,8 @@ func TestQuestionHoldsOtherOutput(t *testing.T) {
 	if out.String() != "" || errs.String() != "Allow? " {
 		t.Errorf("while asking: stdout %q, stderr %q", out.String(), errs.String())
 	}
-	release()
-	if out.String() != "later\n" || errs.String() != "Allow? a note\n" {
+	release("(withdrawn)\n")
+	if out.String() != "later\n" || errs.String() != "Allow? (withdrawn)\na note\n" {
 		t.Errorf("after: stdout %q, stderr %q", out.String(), errs.String())
 	}
 }
