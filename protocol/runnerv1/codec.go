@@ -1,0 +1,237 @@
+package runnerv1
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// FrameError is a frame the peer must be told about with an error frame of
+// this Code. The connection goes on.
+type FrameError struct {
+	Code    string
+	Details string
+}
+
+func (e *FrameError) Error() string { return "runnerv1: " + e.Code + ": " + e.Details }
+
+// ErrBadFrame matches every *FrameError.
+var ErrBadFrame = errors.New("runnerv1: bad frame")
+
+func (e *FrameError) Is(target error) bool { return target == ErrBadFrame }
+
+func frameError(code, format string, args ...any) *FrameError {
+	return &FrameError{Code: code, Details: fmt.Sprintf(format, args...)}
+}
+
+// Decode parses one frame from either side.
+func Decode(data []byte) (Frame, error) {
+	var head struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, frameError(CodeInvalidFrame, "not a JSON object: %v", err)
+	}
+	if head.Type == nil {
+		return nil, frameError(CodeInvalidFrame, `frame has no "type"`)
+	}
+	f, err := newFrame(*head.Type)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, f); err != nil {
+		return nil, frameError(CodeInvalidFrame, "%s frame: %v", *head.Type, err)
+	}
+	frame := deref(f)
+	if err := validate(frame); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
+func newFrame(typ string) (any, error) {
+	switch typ {
+	case TypeInit:
+		return &Init{}, nil
+	case TypeQuery:
+		return &Query{}, nil
+	case TypeControl:
+		return &Control{}, nil
+	case TypeInterrupt:
+		return &Interrupt{}, nil
+	case TypeStop:
+		return &Stop{}, nil
+	case TypeInput:
+		return &Input{}, nil
+	case TypeReady:
+		return &Ready{}, nil
+	case TypeMessage:
+		return &Message{}, nil
+	case TypeDone:
+		return &Done{}, nil
+	case TypeError:
+		return &Error{}, nil
+	case TypeControlResponse:
+		return &ControlResponse{}, nil
+	}
+	return nil, frameError(CodeUnknownType, "unknown frame type %q", typ)
+}
+
+func deref(f any) Frame {
+	switch v := f.(type) {
+	case *Init:
+		return *v
+	case *Query:
+		return *v
+	case *Control:
+		return *v
+	case *Interrupt:
+		return *v
+	case *Stop:
+		return *v
+	case *Input:
+		return *v
+	case *Ready:
+		return *v
+	case *Message:
+		return *v
+	case *Done:
+		return *v
+	case *Error:
+		return *v
+	case *ControlResponse:
+		return *v
+	}
+	panic(fmt.Sprintf("runnerv1: no frame for %T", f))
+}
+
+func validate(f Frame) error {
+	switch v := f.(type) {
+	case Init:
+		if v.ProtocolVersion != Version {
+			return frameError(CodeUnsupportedVersion, "protocol_version %d is not supported (this runner speaks %d)", v.ProtocolVersion, Version)
+		}
+		if len(v.SessionOpts) > 0 && !isObjectOrNull(v.SessionOpts) {
+			return frameError(CodeInvalidOptions, "session_opts must be an object")
+		}
+	case Query:
+		if v.RequestID == "" {
+			return frameError(CodeInvalidFrame, "query needs a request_id")
+		}
+		if !isPrompt(v.Prompt) {
+			return frameError(CodeInvalidFrame, "query prompt must be a non-empty string or a list of content blocks")
+		}
+	case Control:
+		if v.RequestID == "" || v.Subtype == "" {
+			return frameError(CodeInvalidFrame, "control needs a request_id and a subtype")
+		}
+		if len(v.Params) > 0 && !isObjectOrNull(v.Params) {
+			return frameError(CodeInvalidFrame, "control params must be an object")
+		}
+	case Input:
+		if v.Line == "" || bytes.ContainsAny([]byte(v.Line), "\n\r") {
+			return frameError(CodeInvalidFrame, "input line must be one non-empty line")
+		}
+	}
+	return nil
+}
+
+func isObjectOrNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return bytes.HasPrefix(raw, []byte("{")) || bytes.Equal(raw, []byte("null"))
+}
+
+func isPrompt(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if bytes.HasPrefix(raw, []byte("[")) {
+		return len(raw) > 2
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s != ""
+}
+
+// Encode marshals a frame with its type.
+func Encode(f Frame) ([]byte, error) {
+	if m, ok := f.(Message); ok {
+		return AppendMessage(nil, m), nil
+	}
+	body, err := json.Marshal(f)
+	if err != nil {
+		return nil, fmt.Errorf("runnerv1: encode %s: %w", f.FrameType(), err)
+	}
+	out := make([]byte, 0, len(body)+len(f.FrameType())+10)
+	out = append(out, `{"type":"`...)
+	out = append(out, f.FrameType()...)
+	out = append(out, '"')
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...), nil
+}
+
+// AppendMessage encodes a message frame without going through reflection:
+// it is on the hot path of every agent line.
+func AppendMessage(dst []byte, m Message) []byte {
+	dst = append(dst, `{"type":"message","seq":`...)
+	dst = strconv.AppendUint(dst, m.Seq, 10)
+	dst = append(dst, `,"request_id":`...)
+	dst = appendString(dst, m.RequestID)
+	dst = append(dst, `,"payload":`...)
+	dst = appendString(dst, m.Payload)
+	return append(dst, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string, as encoding/json would without
+// HTML escaping; invalid UTF-8 becomes U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

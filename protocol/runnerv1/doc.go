@@ -1,0 +1,53 @@
+// Package runnerv1 owns protocol v1, the WebSocket frames between a host and
+// a runner: one JSON object per text frame, discriminated by "type". It is
+// pure: it encodes and decodes frames and validates them, nothing else.
+//
+// Host to runner: init, query, control, interrupt, stop, and the host-control
+// extension frame input. Runner to host: ready, message, done, error and
+// control_response; each carries seq, the frame's number in the session's
+// event log (from 1), which a reconnecting host sends back as last_seq.
+//
+// The frames and their fields are those of the sidecar protocol this runner
+// replaces, so a client written from that protocol's tables works unchanged;
+// seq, last_seq, host_control and input are additions such a client can
+// ignore.
+package runnerv1
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// Frame types.
+const (
+	TypeInit            = "init"
+	TypeQuery           = "query"
+	TypeControl         = "control"
+	TypeInterrupt       = "interrupt"
+	TypeStop            = "stop"
+	TypeInput           = "input"
+	TypeReady           = "ready"
+	TypeMessage         = "message"
+	TypeDone            = "done"
+	TypeError           = "error"
+	TypeControlResponse = "control_response"
+)
+
+// Error codes sent in error frames.
+const (
+	CodeUnsupportedVersion = "unsupported_protocol_version"
+	CodeInvalidFrame       = "invalid_frame"
+	CodeUnknownType        = "unknown_type"
+	CodeFrameTooLarge      = "frame_too_large"
+	CodeNotInitialized     = "not_initialized"
+	CodeAlreadyInitialized = "already_initialized"
+	CodeInvalidWorkspace   = "invalid_workspace_id"
+	CodeWorkspaceBusy      = "workspace_busy"
+	CodeInvalidOptions     = "invalid_session_opts"
+	CodeSessionNotFound    = "session_not_found"
+	CodeTooManySessions    = "too_many_sessions"
+	CodeAgentStartFailed   = "agent_start_failed"
+	CodeAgentExited        = "agent_exited"
+	CodeTurnInProgress     = "turn_in_progress"
+	CodeControlFailed      = "control_failed"
+	CodeShuttingDown       = "shutting_down"
+	CodeInternal           = "internal_error"
+)
