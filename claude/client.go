@@ -114,6 +114,9 @@ func (o *Options) transport() (transport.Transport, error) {
 	if o.Transport != nil {
 		return o.Transport, nil
 	}
+	if o.Runner != nil {
+		return o.runnerTransport()
+	}
 	path, err := FindCLI(o.CLIPath)
 	if err != nil {
 		return nil, err

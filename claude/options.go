@@ -115,8 +115,12 @@ type Options struct {
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
 
-	// Transport replaces the local process (a remote runner, a test pipe).
-	// CLI discovery, argv and environment are then the transport's affair.
+	// Runner runs the session on a runner instead of a local process.
+	Runner *RunnerOptions
+
+	// Transport replaces the local process (a test pipe, a custom
+	// transport). CLI discovery, argv and environment are then the
+	// transport's affair.
 	Transport transport.Transport
 }
 

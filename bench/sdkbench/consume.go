@@ -63,6 +63,8 @@ type consumeResult struct {
 	SlowConsumer  int      `json:"slow_consumer_ms_per_1000,omitempty"`
 	InitTimeoutMS int64    `json:"initialize_timeout_ms,omitempty"`
 	MaxLineSize   int      `json:"max_line_size,omitempty"`
+	CPUUserMS     float64  `json:"cpu_user_ms"` // this process only (the fake is a child, not counted)
+	CPUSysMS      float64  `json:"cpu_sys_ms"`
 	LinesSkipped  int64    `json:"lines_skipped"`
 	LineErrors    []string `json:"line_errors,omitempty"` // the first few OnLineError texts
 	Result        *struct {
@@ -125,6 +127,7 @@ func consumeMain(args []string) int {
 	print := func() {
 		printOnce.Do(func() {
 			out.PeakRSSMB = maxRSSMB()
+			out.CPUUserMS, out.CPUSysMS = cpuMS()
 			out.PeakDeltaMB = round1(out.PeakRSSMB - out.BaselineRSSMB)
 			if *mode == "huge-line" && *size > 0 {
 				r := round3(out.PeakDeltaMB * (1 << 20) / float64(*size))
@@ -331,6 +334,15 @@ func maxRSSMB() float64 {
 	return round1(float64(ru.Maxrss) / 1024) // Linux: KiB
 }
 
+// cpuMS is this process's user and system CPU time so far.
+func cpuMS() (user, sys float64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return round1(float64(ru.Utime.Nano()) / 1e6), round1(float64(ru.Stime.Nano()) / 1e6)
+}
+
 // currentRSSMB is this process's resident set now (VmRSS).
 func currentRSSMB() float64 {
 	f, err := os.Open("/proc/self/status")
@@ -408,6 +420,9 @@ func floorMessages(ctx context.Context, how, cli string, env map[string]string) 
 			}
 			if bytes.HasPrefix(line, []byte(`{"type":"control_response"`)) {
 				continue
+			}
+			if how != "parse" && (len(prefixType(line)) == 0 || line[len(line)-1] != '}') {
+				continue // what Parse would reject (the garbage probes' lines)
 			}
 			var msg claude.Message
 			if how == "parse" {

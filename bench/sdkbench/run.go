@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -358,8 +360,41 @@ func machineInfo(peer string) []string {
 		_ = json.Unmarshal(b, &p)
 		info = append(info, "TS SDK: @anthropic-ai/claude-agent-sdk "+p.Version)
 	}
+	info = append(info, "SDK sources: "+sourceID())
 	info = append(info, "date: "+time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	return info
+}
+
+// sourceID names the SDK code measured: the commit, or (no commit yet, or a
+// dirty tree) a hash of the non-test Go files of claude/, protocol/ and
+// transport/.
+func sourceID() string {
+	root, ok := testenv.ModuleRoot()
+	if !ok {
+		return "?"
+	}
+	h := sha256.New()
+	n := 0
+	for _, dir := range []string{"claude", "protocol", "transport"} {
+		_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err == nil {
+				rel, _ := filepath.Rel(root, p)
+				fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+				h.Write(b)
+				n++
+			}
+			return nil
+		})
+	}
+	id := fmt.Sprintf("sha256 %x of %d non-test .go files in claude/, protocol/, transport/", h.Sum(nil)[:8], n)
+	if head := strings.TrimSpace(cmdOut("git", "-C", root, "rev-parse", "--short", "HEAD")); head != "?" && head != "" {
+		id = "commit " + head + "; " + id
+	}
+	return id
 }
 
 func cmdOut(name string, args ...string) string {

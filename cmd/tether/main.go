@@ -64,7 +64,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newRunCmd(), newVersionCmd(), newMockCmd())
+	root.AddCommand(newRunCmd(), newServeCmd(), newVersionCmd(), newMockCmd())
 	return root
 }
 

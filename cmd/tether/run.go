@@ -17,6 +17,7 @@ type runFlags struct {
 	model, resume, cwd, permissionMode    string
 	systemPrompt, appendSystemPrompt, cli string
 	approve                               string
+	runner, runnerToken, workspace        string
 	allowedTools, disallowedTools         []string
 	maxTurns                              int
 	continueLast, json, mock, verbose     bool
@@ -72,8 +73,14 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.StringVar(&f.approve, "approve", string(console.ApproveAsk), "who approves tools: `ask`, allow or deny")
 	fl.BoolVar(&f.mock, "mock", false, "use the built-in mock agent (no CLI or API key needed)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log the CLI's stderr and skipped output lines to stderr")
+	fl.StringVar(&f.runner, "runner", "", "run on a runner at `URL` (ws://host:7420/sessions) instead of locally")
+	fl.StringVar(&f.runnerToken, "runner-token", "", "bearer `TOKEN` for --runner (default: $TETHER_AUTH_TOKEN)")
+	fl.StringVar(&f.workspace, "workspace", "default", "runner-side workspace `ID` for --runner")
 	cmd.MarkFlagsMutuallyExclusive("continue", "resume")
 	cmd.MarkFlagsMutuallyExclusive("mock", "cli")
+	cmd.MarkFlagsMutuallyExclusive("mock", "runner")
+	cmd.MarkFlagsMutuallyExclusive("cli", "runner")
+	cmd.MarkFlagsMutuallyExclusive("cwd", "runner")
 }
 
 func (f *runFlags) run(cmd *cobra.Command, args []string) error {
@@ -130,6 +137,13 @@ func (f *runFlags) options(cmd *cobra.Command) (claude.Options, error) {
 	}
 	if cmd.Flags().Changed("system-prompt") {
 		opts.SystemPrompt = &f.systemPrompt
+	}
+	if f.runner != "" {
+		token := f.runnerToken
+		if token == "" {
+			token = os.Getenv("TETHER_AUTH_TOKEN")
+		}
+		opts.Runner = &claude.RunnerOptions{URL: f.runner, Token: token, WorkspaceID: f.workspace}
 	}
 	if f.mock {
 		exe, err := os.Executable()

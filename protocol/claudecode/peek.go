@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 )
 
@@ -106,4 +107,23 @@ func skipSpace(line []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// PeekType returns a line's top-level "type" without decoding the rest, or
+// "" when it has none or is not a JSON object. Relays use it to spot result
+// lines without parsing every message.
+func PeekType(line []byte) string {
+	t, err := peekType(line)
+	if err != nil {
+		return ""
+	}
+	if t == "" {
+		var probe struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(line, &probe) == nil {
+			return probe.Type
+		}
+	}
+	return t
 }

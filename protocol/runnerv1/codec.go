@@ -175,20 +175,40 @@ func Encode(f Frame) ([]byte, error) {
 // AppendMessage encodes a message frame without going through reflection:
 // it is on the hot path of every agent line.
 func AppendMessage(dst []byte, m Message) []byte {
-	dst = append(dst, `{"type":"message","seq":`...)
-	dst = strconv.AppendUint(dst, m.Seq, 10)
+	return AppendMessageLine(dst, m.Seq, m.RequestID, m.Payload)
+}
+
+// AppendMessageLine encodes a message frame around an agent's line; seq 0
+// leaves seq out (see WithSeq).
+func AppendMessageLine[P string | []byte](dst []byte, seq uint64, requestID string, payload P) []byte {
+	dst = append(dst, `{"type":"message"`...)
+	if seq != 0 {
+		dst = append(dst, `,"seq":`...)
+		dst = strconv.AppendUint(dst, seq, 10)
+	}
 	dst = append(dst, `,"request_id":`...)
-	dst = appendString(dst, m.RequestID)
+	dst = appendString(dst, requestID)
 	dst = append(dst, `,"payload":`...)
-	dst = appendString(dst, m.Payload)
+	dst = appendString(dst, payload)
 	return append(dst, '}')
+}
+
+// WithSeq numbers an encoded frame that was stored without its seq: the
+// runner logs frames first and learns their seq from the log.
+func WithSeq(dst, frame []byte, seq uint64) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	if len(frame) > 2 {
+		dst = append(dst, ',')
+	}
+	return append(dst, frame[1:]...)
 }
 
 const hexDigits = "0123456789abcdef"
 
 // appendString writes s as a JSON string, as encoding/json would without
 // HTML escaping; invalid UTF-8 becomes U+FFFD.
-func appendString(dst []byte, s string) []byte {
+func appendString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -215,7 +235,7 @@ func appendString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
@@ -234,4 +254,14 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+func decodeRune[S string | []byte](s S) (rune, int) {
+	switch v := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(v)
+	case []byte:
+		return utf8.DecodeRune(v)
+	}
+	return utf8.RuneError, 1
 }

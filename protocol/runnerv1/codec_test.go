@@ -134,3 +134,19 @@ func FuzzMessagePayloadMatchesEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestWithSeqNumbersStoredFrames(t *testing.T) {
+	stored := v1.AppendMessageLine(nil, 0, "r1", []byte(`{"type":"result"}`))
+	framed := v1.WithSeq(nil, stored, 42)
+	f, err := v1.Decode(framed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := f.(v1.Message); m.Seq != 42 || m.Payload != `{"type":"result"}` || m.RequestID != "r1" {
+		t.Fatalf("got %+v", m)
+	}
+	stop, _ := v1.Encode(v1.Stop{})
+	if got := string(v1.WithSeq(nil, stop, 3)); got != `{"seq":3,"type":"stop"}` {
+		t.Fatalf("got %s", got)
+	}
+}

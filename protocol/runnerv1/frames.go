@@ -47,7 +47,7 @@ type Input struct {
 
 // Ready acknowledges init once the agent is up.
 type Ready struct {
-	Seq       uint64 `json:"seq"`
+	Seq       uint64 `json:"seq,omitempty"`
 	SessionID string `json:"session_id"`
 	// Resumed is true when the host reattached to a live session.
 	Resumed bool `json:"resumed,omitempty"`
@@ -55,14 +55,14 @@ type Ready struct {
 
 // Message carries one line of the agent's output, verbatim, as a string.
 type Message struct {
-	Seq       uint64 `json:"seq"`
+	Seq       uint64 `json:"seq,omitempty"`
 	RequestID string `json:"request_id"`
 	Payload   string `json:"payload"`
 }
 
 // Done ends a turn.
 type Done struct {
-	Seq       uint64 `json:"seq"`
+	Seq       uint64 `json:"seq,omitempty"`
 	RequestID string `json:"request_id"`
 	Reason    string `json:"reason"`
 }

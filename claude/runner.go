@@ -1,0 +1,89 @@
+package claude
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/tetherhq/tether/transport"
+	"github.com/tetherhq/tether/transport/remote"
+)
+
+// RunnerOptions send the session to a runner (`tether serve`) instead of
+// starting the CLI here. Everything else works the same: permission
+// callbacks, hooks and in-process MCP servers run in this process, and the
+// connection resumes by itself after a drop.
+type RunnerOptions struct {
+	// URL is the runner's sessions endpoint, e.g. ws://127.0.0.1:7420/sessions.
+	URL   string
+	Token string
+	// WorkspaceID names the runner-side workspace (kept across sessions).
+	WorkspaceID    string
+	ConnectTimeout time.Duration
+	InitTimeout    time.Duration
+	ReconnectFor   time.Duration
+	OnHealth       func(remote.Health)
+}
+
+// runnerSessionOpts are the options a runner accepts, in its field names.
+type runnerSessionOpts struct {
+	Model                  string                     `json:"model,omitempty"`
+	FallbackModel          string                     `json:"fallback_model,omitempty"`
+	SystemPrompt           *string                    `json:"system_prompt,omitempty"`
+	AppendSystemPrompt     string                     `json:"append_system_prompt,omitempty"`
+	MaxTurns               int                        `json:"max_turns,omitempty"`
+	MaxBudgetUSD           float64                    `json:"max_budget_usd,omitempty"`
+	PermissionMode         string                     `json:"permission_mode,omitempty"`
+	AllowedTools           []string                   `json:"allowed_tools,omitempty"`
+	DisallowedTools        []string                   `json:"disallowed_tools,omitempty"`
+	Tools                  []string                   `json:"tools,omitempty"`
+	IncludePartialMessages bool                       `json:"include_partial_messages,omitempty"`
+	Effort                 string                     `json:"effort,omitempty"`
+	Betas                  []string                   `json:"betas,omitempty"`
+	Agents                 map[string]AgentDefinition `json:"agents,omitempty"`
+	AddDirs                []string                   `json:"add_dirs,omitempty"`
+	SDKMCPServers          []string                   `json:"sdk_mcp_servers,omitempty"`
+	PermissionPromptStdio  bool                       `json:"permission_prompt_stdio,omitempty"`
+}
+
+// runnerTransport maps the options onto a session on the runner. Options
+// that only make sense for a local process are refused, not ignored.
+func (o *Options) runnerTransport() (transport.Transport, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	local := map[string]bool{
+		"CLIPath": o.CLIPath != "", "Env": len(o.Env) > 0, "Settings": o.Settings != "",
+		"MCPServers": len(o.MCPServers) > 0, "ExtraArgs": len(o.ExtraArgs) > 0,
+		"SystemPromptFile": o.SystemPromptFile != "", "Continue": o.Continue,
+		"PermissionPromptToolName": o.PermissionPromptToolName != "", "PluginDirs": len(o.PluginDirs) > 0,
+	}
+	for name, set := range local {
+		if set {
+			return nil, fmt.Errorf("%w: %s is decided by the runner", ErrInvalidOptions, name)
+		}
+	}
+	for _, d := range o.AddDirs {
+		if !filepath.IsLocal(d) {
+			return nil, fmt.Errorf("%w: AddDirs must be relative to the runner's workspace", ErrInvalidOptions)
+		}
+	}
+	raw, err := json.Marshal(runnerSessionOpts{
+		Model: o.Model, FallbackModel: o.FallbackModel, SystemPrompt: o.SystemPrompt,
+		AppendSystemPrompt: o.AppendSystemPrompt, MaxTurns: o.MaxTurns, MaxBudgetUSD: o.MaxBudgetUSD,
+		PermissionMode: string(o.PermissionMode), AllowedTools: o.AllowedTools, DisallowedTools: o.DisallowedTools,
+		Tools: o.Tools, IncludePartialMessages: o.IncludePartialMessages, Effort: o.Effort, Betas: o.Betas,
+		Agents: o.Agents, AddDirs: o.AddDirs, SDKMCPServers: o.sdkServerNames(),
+		PermissionPromptStdio: o.CanUseTool != nil,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := o.Runner
+	return &remote.Transport{
+		URL: r.URL, Token: r.Token, WorkspaceID: r.WorkspaceID, SessionOpts: raw, Resume: o.Resume,
+		ConnectTimeout: r.ConnectTimeout, InitTimeout: r.InitTimeout, ReconnectFor: r.ReconnectFor,
+		OnHealth: r.OnHealth, Logger: o.Logger,
+	}, nil
+}

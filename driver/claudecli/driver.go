@@ -1,0 +1,147 @@
+package claudecli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/runner"
+	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/transport"
+)
+
+// Config is the runner's side of the policy: which CLI, which environment,
+// which sandbox. Hosts cannot change any of it.
+type Config struct {
+	// CLIPath is the claude executable (discovered when empty).
+	CLIPath string
+	// Env is the whole environment the CLI gets (API keys live here and
+	// only here); HOME is set to the workspace's private home.
+	Env map[string]string
+	// Sandbox runs the CLI under bubblewrap when set.
+	Sandbox *SandboxConfig
+	// InitializeTimeout and ShutdownGrace as in claude.Options.
+	InitializeTimeout time.Duration
+	ShutdownGrace     time.Duration
+	Logger            *slog.Logger
+}
+
+// SandboxConfig is the sandbox policy shared by all sessions.
+type SandboxConfig struct {
+	// Hide are directories no session may see (the workspaces root, the
+	// runner's data directory).
+	Hide []string
+	// AllowToolNetwork lets a session ask for network in Bash commands.
+	AllowToolNetwork bool
+}
+
+// Driver starts Claude Code CLIs for runner sessions.
+type Driver struct {
+	cfg     Config
+	cliPath string
+}
+
+// New checks the CLI (and the sandbox, when configured) once.
+func New(cfg Config) (*Driver, error) {
+	path, err := claude.FindCLI(cfg.CLIPath)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Sandbox != nil {
+		if err := sandbox.Available(); err != nil {
+			return nil, fmt.Errorf("claudecli: sandbox: %w", err)
+		}
+	}
+	return &Driver{cfg: cfg, cliPath: path}, nil
+}
+
+// Validate implements runner.AgentDriver.
+func (d *Driver) Validate(opts json.RawMessage) error {
+	o, err := ParseOptions(opts)
+	if err != nil {
+		return err
+	}
+	if o.ToolNetwork && d.cfg.Sandbox != nil && !d.cfg.Sandbox.AllowToolNetwork {
+		return fmt.Errorf("%w: tool_network is not allowed on this runner", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// Start implements runner.AgentDriver.
+func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent, error) {
+	o, err := ParseOptions(spec.Options)
+	if err != nil {
+		return nil, err
+	}
+	opts := claude.Options{Cwd: spec.Workspace, ReplaceEnv: true, Env: d.env(spec.Home), Logger: d.cfg.Logger,
+		InitializeTimeout: d.cfg.InitializeTimeout, ShutdownGrace: d.cfg.ShutdownGrace}
+	o.apply(&opts, spec.Workspace)
+	if spec.Resume {
+		opts.Resume = spec.SessionID
+	} else {
+		opts.SessionID = spec.SessionID
+	}
+	cmd, policy, err := d.command(&opts, spec)
+	if err != nil {
+		return nil, err
+	}
+	rewrite := d.bashRewrite(policy, o.ToolNetwork)
+	if spec.Relay {
+		conn, err := cmd.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return newRelayAgent(conn, rewrite, d.logger()), nil
+	}
+	opts.Transport = cmd
+	if rewrite != nil {
+		opts.Hooks = map[string][]claude.HookMatcher{"PreToolUse": {{Matcher: "Bash", Hooks: []claude.HookFunc{rewrite.hook}}}}
+	}
+	client, err := claude.Connect(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newSDKAgent(client), nil
+}
+
+func (d *Driver) logger() *slog.Logger {
+	if d.cfg.Logger != nil {
+		return d.cfg.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (d *Driver) env(home string) map[string]string {
+	env := make(map[string]string, len(d.cfg.Env)+1)
+	for k, v := range d.cfg.Env {
+		env[k] = v
+	}
+	env["HOME"] = home
+	return env
+}
+
+// command builds the CLI's command line, wrapped in the sandbox if any.
+func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transport.Command, *sandbox.Policy, error) {
+	args, err := opts.CommandArgs()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := &transport.Command{Path: d.cliPath, Args: args, Env: opts.CommandEnv(), Dir: spec.Workspace,
+		ExitGrace: d.cfg.ShutdownGrace, Logger: d.cfg.Logger}
+	if d.cfg.Sandbox == nil {
+		return cmd, nil, nil
+	}
+	policy := &sandbox.Policy{
+		Workspace: spec.Workspace, Home: spec.Home, Hide: d.cfg.Sandbox.Hide,
+		Env: d.env(spec.Home), Network: true,
+	}
+	path, wrapped, env, err := policy.Wrap(d.cliPath, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Path, cmd.Args, cmd.Env = path, wrapped, env
+	return cmd, policy, nil
+}

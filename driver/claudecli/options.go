@@ -1,0 +1,116 @@
+package claudecli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/runner"
+)
+
+// ErrInvalidOptions matches session options the runner refuses.
+var ErrInvalidOptions = runner.ErrInvalidOptions
+
+// SessionOptions are the options a host may set. Anything else (a CLI path,
+// an environment, a working directory, settings files, extra arguments) is
+// the runner's to decide, and is refused.
+type SessionOptions struct {
+	Model                  string                            `json:"model,omitempty"`
+	FallbackModel          string                            `json:"fallback_model,omitempty"`
+	SystemPrompt           *string                           `json:"system_prompt,omitempty"`
+	AppendSystemPrompt     string                            `json:"append_system_prompt,omitempty"`
+	MaxTurns               int                               `json:"max_turns,omitempty"`
+	MaxBudgetUSD           float64                           `json:"max_budget_usd,omitempty"`
+	PermissionMode         string                            `json:"permission_mode,omitempty"`
+	AllowedTools           []string                          `json:"allowed_tools,omitempty"`
+	DisallowedTools        []string                          `json:"disallowed_tools,omitempty"`
+	Tools                  []string                          `json:"tools,omitempty"`
+	IncludePartialMessages bool                              `json:"include_partial_messages,omitempty"`
+	Effort                 string                            `json:"effort,omitempty"`
+	Betas                  []string                          `json:"betas,omitempty"`
+	Agents                 map[string]claude.AgentDefinition `json:"agents,omitempty"`
+	// AddDirs are extra directories, relative to the workspace and inside it.
+	AddDirs []string `json:"add_dirs,omitempty"`
+	// ToolNetwork lets the agent's Bash commands reach the network, if the
+	// runner's policy allows it at all.
+	ToolNetwork bool `json:"tool_network,omitempty"`
+	// SDKMCPServers are MCP servers that run in the host's process (relay
+	// sessions): the CLI reaches them through the control protocol.
+	SDKMCPServers []string `json:"sdk_mcp_servers,omitempty"`
+	// PermissionPromptStdio sends permission prompts to the host (relay
+	// sessions) as can_use_tool requests.
+	PermissionPromptStdio bool `json:"permission_prompt_stdio,omitempty"`
+}
+
+var permissionModes = map[string]bool{
+	"": true, "default": true, "acceptEdits": true, "plan": true,
+	"bypassPermissions": true, "dontAsk": true, "auto": true,
+}
+
+// ParseOptions decodes and checks options; unknown fields are refused so a
+// typo or a policy escape never passes silently.
+func ParseOptions(raw json.RawMessage) (SessionOptions, error) {
+	var o SessionOptions
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return o, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return o, fmt.Errorf("%w: %v", ErrInvalidOptions, explain(err))
+	}
+	if !permissionModes[o.PermissionMode] {
+		return o, fmt.Errorf("%w: unknown permission_mode %q", ErrInvalidOptions, o.PermissionMode)
+	}
+	if o.MaxTurns < 0 || o.MaxBudgetUSD < 0 {
+		return o, fmt.Errorf("%w: limits must not be negative", ErrInvalidOptions)
+	}
+	for _, d := range o.AddDirs {
+		if filepath.IsAbs(d) || !filepath.IsLocal(d) {
+			return o, fmt.Errorf("%w: add_dirs entry %q is outside the workspace", ErrInvalidOptions, d)
+		}
+	}
+	for _, s := range append(append(append([]string{o.Model, o.FallbackModel, o.Effort}, o.AllowedTools...), o.DisallowedTools...), o.Tools...) {
+		if strings.HasPrefix(s, "-") {
+			return o, fmt.Errorf("%w: value %q looks like a flag", ErrInvalidOptions, s)
+		}
+	}
+	return o, nil
+}
+
+// explain names the refused field for the common case.
+func explain(err error) string {
+	msg := err.Error()
+	if field, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return "field " + field + " is not allowed: the runner decides it (or it does not exist)"
+	}
+	return msg
+}
+
+// apply maps the options onto SDK options for a CLI in workspace.
+func (o SessionOptions) apply(opts *claude.Options, workspace string) {
+	opts.Model, opts.FallbackModel = o.Model, o.FallbackModel
+	opts.SystemPrompt, opts.AppendSystemPrompt = o.SystemPrompt, o.AppendSystemPrompt
+	opts.MaxTurns, opts.MaxBudgetUSD = o.MaxTurns, o.MaxBudgetUSD
+	opts.PermissionMode = claude.PermissionMode(o.PermissionMode)
+	opts.AllowedTools, opts.DisallowedTools, opts.Tools = o.AllowedTools, o.DisallowedTools, o.Tools
+	opts.IncludePartialMessages, opts.Effort, opts.Betas = o.IncludePartialMessages, o.Effort, o.Betas
+	opts.Agents = o.Agents
+	if len(o.SDKMCPServers) > 0 {
+		opts.SDKMCPServers = map[string]*mcp.Server{}
+		for _, name := range o.SDKMCPServers {
+			opts.SDKMCPServers[name] = nil // a stub in --mcp-config; the host serves it
+		}
+	}
+	if o.PermissionPromptStdio {
+		opts.PermissionPromptToolName = "stdio"
+	}
+	for _, d := range o.AddDirs {
+		opts.AddDirs = append(opts.AddDirs, filepath.Join(workspace, d))
+	}
+}

@@ -1,0 +1,208 @@
+package protov1
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/coder/websocket"
+
+	v1 "github.com/tetherhq/tether/protocol/runnerv1"
+	"github.com/tetherhq/tether/runner"
+)
+
+// conn is one host connection: at most one session.
+type conn struct {
+	srv *Server
+	ws  *websocket.Conn
+	log *slog.Logger
+}
+
+func (c *conn) run(ctx context.Context) {
+	defer c.ws.CloseNow()
+	init, err := c.awaitInit(ctx)
+	if err != nil {
+		c.refuse(ctx, err)
+		return
+	}
+	sess, resumed, err := c.srv.open(ctx, init)
+	if err != nil {
+		c.refuse(ctx, err)
+		return
+	}
+	c.log = c.log.With("session", sess.ID())
+	detach := sess.Attach()
+	defer detach()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if resumed {
+		if err := c.sendReady(ctx, sess); err != nil {
+			return
+		}
+	}
+	go c.ping(ctx)
+	written := make(chan error, 1)
+	go func() {
+		err := c.writeEvents(ctx, sess, init.LastSeq)
+		if errors.Is(err, errSessionOver) {
+			// Everything is sent: close cleanly, which also ends the read.
+			_ = c.ws.Close(websocket.StatusNormalClosure, "session ended")
+		}
+		written <- err
+	}()
+	readErr := c.readFrames(ctx, sess)
+	var writeErr error
+	if errors.Is(readErr, errSessionOver) {
+		// The host said stop: let the last frames drain first.
+		select {
+		case writeErr = <-written:
+		case <-time.After(10 * time.Second):
+			cancel()
+			writeErr = <-written
+		}
+	} else {
+		cancel()
+		writeErr = <-written
+	}
+	c.close(readErr, writeErr)
+}
+
+// close ends the connection the way it ended: normally after stop or the
+// session's end, otherwise as the error says.
+func (c *conn) close(readErr, writeErr error) {
+	err := writeErr
+	if errors.Is(err, errSessionOver) || err == nil {
+		err = nil
+	}
+	if readErr != nil && !errors.Is(readErr, errSessionOver) && !isClosed(readErr) {
+		err = readErr
+	}
+	code, reason := closeStatus(err)
+	_ = c.ws.Close(code, reason)
+}
+
+var errSessionOver = errors.New("session over")
+
+func isClosed(err error) bool {
+	return websocket.CloseStatus(err) != -1 || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)
+}
+
+// awaitInit reads frames until init, answering anything else with an error.
+func (c *conn) awaitInit(ctx context.Context) (v1.Init, error) {
+	timeout := c.srv.InitTimeout
+	if timeout <= 0 {
+		timeout = DefaultInitTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		frame, err := c.readFrame(ctx)
+		if err != nil {
+			var fe *v1.FrameError
+			if errors.As(err, &fe) && fe.Code != v1.CodeUnsupportedVersion {
+				c.sendError(ctx, "", fe.Code, fe.Details)
+				continue
+			}
+			return v1.Init{}, err
+		}
+		if init, ok := frame.(v1.Init); ok {
+			return init, nil
+		}
+		c.sendError(ctx, requestIDOf(frame), v1.CodeNotInitialized, "the first frame must be init")
+	}
+}
+
+// refuse tells the host why it gets no session, then closes.
+func (c *conn) refuse(ctx context.Context, err error) {
+	code, details := codeFor(err)
+	if code == "" {
+		return // the connection itself failed
+	}
+	c.sendError(ctx, "", code, details)
+	_ = c.ws.Close(websocket.StatusPolicyViolation, code)
+}
+
+// readFrame reads one frame, refusing (without closing) one over the cap.
+func (c *conn) readFrame(ctx context.Context) (v1.Frame, error) {
+	typ, r, err := c.ws.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, c.srv.maxFrame()+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > c.srv.maxFrame() {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return nil, err
+		}
+		return nil, &v1.FrameError{Code: v1.CodeFrameTooLarge, Details: "frame exceeds the runner's limit"}
+	}
+	if typ != websocket.MessageText {
+		return nil, &v1.FrameError{Code: v1.CodeInvalidFrame, Details: "frames are JSON text"}
+	}
+	return v1.Decode(data)
+}
+
+func (c *conn) sendError(ctx context.Context, requestID, code, details string) {
+	frame, _ := v1.Encode(v1.Error{RequestID: requestID, Code: code, Details: details})
+	_ = c.write(ctx, frame)
+}
+
+func (c *conn) write(ctx context.Context, frame []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, frame)
+}
+
+func (c *conn) sendReady(ctx context.Context, sess *runner.Session) error {
+	last, _ := c.srv.Runner.LastSeq(sess.ID())
+	frame, _ := v1.Encode(v1.Ready{Seq: last, SessionID: sess.ID(), Resumed: true})
+	return c.write(ctx, frame)
+}
+
+// writeEvents sends the session's frames after `after`, then live ones.
+func (c *conn) writeEvents(ctx context.Context, sess *runner.Session, after uint64) error {
+	var buf []byte
+	for ev, err := range sess.Events(ctx, after) {
+		if err != nil {
+			c.sendError(ctx, "", v1.CodeInternal, err.Error())
+			return err
+		}
+		buf = v1.WithSeq(buf[:0], ev.Payload, ev.Seq)
+		if err := c.write(ctx, buf); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errSessionOver
+}
+
+// ping keeps the connection alive and detects a dead peer.
+func (c *conn) ping(ctx context.Context) {
+	every := c.srv.PingInterval
+	if every <= 0 {
+		every = DefaultPingInterval
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, every)
+			err := c.ws.Ping(pctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				c.log.Info("host did not answer ping; dropping connection", "err", err)
+				_ = c.ws.CloseNow()
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package protov1
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tetherhq/tether/runner"
+)
+
+// Defaults for Server.
+const (
+	DefaultMaxFrameSize = 16 << 20
+	DefaultPingInterval = 15 * time.Second
+	DefaultInitTimeout  = 30 * time.Second
+)
+
+// Server serves protocol v1. Authentication happens before it (see
+// runner/auth.Middleware): by the time a request reaches ServeHTTP it is
+// allowed.
+type Server struct {
+	Runner *runner.Runner
+	// MaxFrameSize caps one host frame (default 16 MiB).
+	MaxFrameSize int64
+	// PingInterval is how often the runner pings a quiet host.
+	PingInterval time.Duration
+	// InitTimeout bounds the wait for the first frame.
+	InitTimeout time.Duration
+	Logger      *slog.Logger
+
+	turnsMu sync.Mutex
+	turns   map[string]*turnState // per session: the request in progress
+}
+
+// turnState remembers which query a session's output belongs to.
+type turnState struct {
+	mu        sync.Mutex
+	requestID string
+}
+
+func (t *turnState) set(id string) {
+	t.mu.Lock()
+	t.requestID = id
+	t.mu.Unlock()
+}
+
+func (t *turnState) get() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.requestID
+}
+
+func (s *Server) turn(sessionID string) *turnState {
+	s.turnsMu.Lock()
+	defer s.turnsMu.Unlock()
+	if s.turns == nil {
+		s.turns = map[string]*turnState{}
+	}
+	t, ok := s.turns[sessionID]
+	if !ok {
+		t = &turnState{}
+		s.turns[sessionID] = t
+	}
+	return t
+}
+
+func (s *Server) forget(sessionID string) {
+	s.turnsMu.Lock()
+	delete(s.turns, sessionID)
+	s.turnsMu.Unlock()
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (s *Server) maxFrame() int64 {
+	if s.MaxFrameSize > 0 {
+		return s.MaxFrameSize
+	}
+	return DefaultMaxFrameSize
+}
+
+// ServeHTTP upgrades to WebSocket and runs one connection.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept has answered the request
+	}
+	// A frame over the cap is refused with an error frame; only a frame
+	// far over it (4×) closes the connection, so reading it whole stays
+	// bounded.
+	ws.SetReadLimit(4*s.maxFrame() + 1024)
+	c := &conn{srv: s, ws: ws, log: s.logger().With("remote", r.RemoteAddr)}
+	c.run(r.Context())
+}
+
+// closeStatus picks the close code for how a connection ended.
+func closeStatus(err error) (websocket.StatusCode, string) {
+	switch {
+	case err == nil:
+		return websocket.StatusNormalClosure, ""
+	case errors.Is(err, context.Canceled):
+		return websocket.StatusGoingAway, "runner stopping"
+	default:
+		return websocket.StatusPolicyViolation, err.Error()
+	}
+}

@@ -1,0 +1,91 @@
+package protov1
+
+import (
+	"context"
+	"errors"
+
+	v1 "github.com/tetherhq/tether/protocol/runnerv1"
+	"github.com/tetherhq/tether/runner"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+// open attaches to a live session (resumed) or starts one: new, or an
+// ended one restarted from its log.
+func (s *Server) open(ctx context.Context, init v1.Init) (*runner.Session, bool, error) {
+	if init.Resume != "" {
+		if sess, ok := s.Runner.Lookup(init.Resume); ok {
+			if init.WorkspaceID != "" && init.WorkspaceID != sess.WorkspaceID() {
+				return nil, false, runner.ErrWorkspaceMismatch
+			}
+			return sess, true, nil
+		}
+	}
+	sess, err := s.Runner.Open(ctx, runner.OpenRequest{
+		WorkspaceID: init.WorkspaceID, Options: init.SessionOpts,
+		Relay: init.HostControl, Resume: init.Resume,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	s.emit(ctx, sess, v1.Ready{SessionID: sess.ID()})
+	sess.Go(s.pump(sess))
+	return sess, false, nil
+}
+
+// pump turns the agent's output into frames for the session's life.
+func (s *Server) pump(sess *runner.Session) func(context.Context) {
+	turn := s.turn(sess.ID())
+	return func(ctx context.Context) {
+		defer s.forget(sess.ID())
+		agent := sess.Agent()
+		var buf []byte
+		for {
+			out, err := agent.Next(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.emitError(ctx, sess, turn.get(), v1.CodeAgentExited, err.Error())
+					sess.End("agent ended: " + err.Error())
+				}
+				return
+			}
+			buf = v1.AppendMessageLine(buf[:0], 0, turn.get(), out.Line)
+			if _, err := sess.Append(ctx, buf); err != nil {
+				s.logger().Warn("could not log agent output", "session", sess.ID(), "err", err)
+			}
+			if out.TurnEnded {
+				reason := "completed"
+				if out.TurnFailed {
+					reason = "error"
+				}
+				s.emit(ctx, sess, v1.Done{RequestID: turn.get(), Reason: reason})
+				sess.TurnEnded()
+			}
+		}
+	}
+}
+
+// codeFor maps an open failure to an error frame code; "" means the
+// connection itself is gone.
+func codeFor(err error) (string, string) {
+	var fe *v1.FrameError
+	switch {
+	case errors.As(err, &fe):
+		return fe.Code, fe.Details
+	case errors.Is(err, workspace.ErrInvalidID):
+		return v1.CodeInvalidWorkspace, err.Error()
+	case errors.Is(err, workspace.ErrBusy):
+		return v1.CodeWorkspaceBusy, err.Error()
+	case errors.Is(err, runner.ErrInvalidOptions):
+		return v1.CodeInvalidOptions, err.Error()
+	case errors.Is(err, runner.ErrTooManySessions):
+		return v1.CodeTooManySessions, err.Error()
+	case errors.Is(err, runner.ErrSessionNotFound), errors.Is(err, runner.ErrWorkspaceMismatch), errors.Is(err, eventlog.ErrUnknownSession):
+		return v1.CodeSessionNotFound, err.Error()
+	case errors.Is(err, runner.ErrShuttingDown):
+		return v1.CodeShuttingDown, err.Error()
+	case isClosed(err), errors.Is(err, context.DeadlineExceeded):
+		return "", ""
+	}
+	return v1.CodeAgentStartFailed, err.Error()
+}

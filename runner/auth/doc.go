@@ -1,0 +1,9 @@
+// Package auth owns how the runner authenticates hosts: which bearer tokens
+// it accepts (from the environment and a file, several at once so they can
+// be rotated), the constant-time check of a request's Authorization header,
+// the rule that a runner listening beyond loopback must have a token, and
+// the number of connections each token may hold at once.
+//
+// Tokens are secrets: nothing in this package logs, prints or returns one.
+// Each token has a short non-secret id (a fingerprint) for logs and limits.
+package auth

@@ -1,0 +1,106 @@
+package auth_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/runner/auth"
+)
+
+// serve runs one request through Middleware and returns the recorder and
+// the token id the inner handler saw ("" when it was not reached).
+func serve(t *testing.T, toks *auth.Tokens, header ...string) (*httptest.ResponseRecorder, string, bool) {
+	t.Helper()
+	var seen string
+	reached := false
+	h := auth.Middleware(toks, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached = true
+		seen, _ = auth.IDFromContext(r.Context())
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, request(header...))
+	return rec, seen, reached
+}
+
+func TestMiddlewareRejects(t *testing.T) {
+	toks := mustLoad(t, auth.LoadOptions{Getenv: env(nil), Tokens: []string{tokA, tokB}})
+	cases := []struct {
+		name      string
+		header    []string
+		challenge string
+	}{
+		{"missing", nil, `Bearer realm="tether"`},
+		{"wrong", []string{"Bearer " + tokC}, `Bearer realm="tether", error="invalid_token"`},
+		{"malformed", []string{"Token " + tokA}, `Bearer realm="tether", error="invalid_token"`},
+		{"empty", []string{""}, `Bearer realm="tether", error="invalid_token"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec, _, reached := serve(t, toks, c.header...)
+			if reached || rec.Code != http.StatusUnauthorized {
+				t.Fatalf("code %d, handler reached %v", rec.Code, reached)
+			}
+			if got := rec.Header().Get("WWW-Authenticate"); got != c.challenge {
+				t.Fatalf("WWW-Authenticate = %q", got)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type = %q", ct)
+			}
+			var body map[string]string
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body["error"] != "unauthorized" || body["message"] == "" {
+				t.Fatalf("body %q: %v", rec.Body.String(), err)
+			}
+			if strings.Contains(rec.Body.String(), tokA[:8]) {
+				t.Fatal("body quotes a token")
+			}
+		})
+	}
+}
+
+func TestMiddlewareAccepts(t *testing.T) {
+	toks := mustLoad(t, auth.LoadOptions{Getenv: env(nil), Tokens: []string{tokA, tokB}})
+	for _, tok := range []string{tokA, tokB} {
+		rec, id, reached := serve(t, toks, "Bearer "+tok)
+		want, _ := toks.Check(request("Bearer " + tok))
+		if !reached || rec.Code != http.StatusNoContent || id != want {
+			t.Fatalf("code %d reached %v id %q want %q", rec.Code, reached, id, want)
+		}
+	}
+}
+
+func TestMiddlewareEmptyPassesThrough(t *testing.T) {
+	empty := mustLoad(t, auth.LoadOptions{Getenv: env(nil)})
+	for _, toks := range []*auth.Tokens{empty, nil} {
+		rec, id, reached := serve(t, toks)
+		if !reached || rec.Code != http.StatusNoContent || id != "" {
+			t.Fatalf("code %d reached %v id %q", rec.Code, reached, id)
+		}
+	}
+}
+
+func TestMiddlewareOverHTTP(t *testing.T) {
+	toks := mustLoad(t, auth.LoadOptions{Getenv: env(nil), Tokens: []string{tokA}})
+	srv := httptest.NewServer(auth.Middleware(toks, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})))
+	defer srv.Close()
+	for tok, want := range map[string]int{tokA: 200, tokB: 401, "": 401} {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("token %.4s…: status %d, want %d", tok, resp.StatusCode, want)
+		}
+	}
+	srv.Client().CloseIdleConnections()
+}

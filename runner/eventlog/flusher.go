@@ -1,0 +1,258 @@
+package eventlog
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Group commit
+//
+// Append only touches memory: under Log.mu it assigns the seq, appends
+// the event to its session's tail (events assigned but not committed) and,
+// when the first session becomes dirty, wakes the flusher. The flusher
+// waits for the group-commit window to elapse since that first append
+// (or less, when Sync, a waiting appender or a large pending volume asks
+// for it), takes every dirty tail, and writes them all in one bbolt
+// transaction (one fsync), while appends go on filling the tails. Only
+// after the commit does it drop the committed prefix of each tail, so an
+// event is always readable, from memory or from disk. Under load the
+// commits run back to back, each carrying what arrived during the last.
+//
+// Backpressure: every uncommitted event is charged its payload size plus
+// eventOverhead; Append waits (for a commit, ctx, or Close) while the
+// charge would go over MaxPendingBytes.
+//
+// Durability tracking: each appended event takes a ticket (Log.appended);
+// a commit takes every pending event, so when it succeeds every ticket
+// issued before it was taken is durable (Log.durable). A failed commit
+// leaves the events pending and is retried with backoff; Sync reports
+// it.
+
+// maxBackoff bounds the wait between retries of a failed commit.
+const maxBackoff = time.Second
+
+// run is the flusher goroutine.
+func (l *Log) run() {
+	defer close(l.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var backoff time.Duration
+	for {
+		select {
+		case <-l.wake:
+		case <-l.urgent:
+		case <-l.stop:
+			l.finalErr = l.flush()
+			return
+		}
+		if d := l.window(); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-l.urgent:
+				timer.Stop()
+			case <-l.stop:
+				timer.Stop()
+				l.finalErr = l.flush()
+				return
+			}
+		}
+		err := l.flush()
+		if err == nil {
+			backoff = 0
+			continue
+		}
+		backoff = min(max(2*backoff, l.opts.FlushInterval, time.Millisecond), maxBackoff)
+		l.log.Error("eventlog commit failed, retrying", "err", err, "retry_in", backoff)
+		timer.Reset(backoff)
+		select {
+		case <-timer.C:
+		case <-l.stop:
+			timer.Stop()
+			l.finalErr = l.flush()
+			return
+		}
+		signal(l.wake)
+	}
+}
+
+// window returns how long the flusher should still wait for more appends
+// to join the next commit.
+func (l *Log) window() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.dirty) == 0 || l.opts.FlushInterval <= 0 {
+		return 0
+	}
+	return time.Until(l.pendingSince.Add(l.opts.FlushInterval))
+}
+
+// batchItem is the part of one session's tail taken by a commit.
+type batchItem struct {
+	s      *sessionState
+	evs    []pending
+	first  uint64 // the session's First when taken: older events are not written, and deleted from disk
+	charge int64
+}
+
+// flush commits every pending event in one transaction.
+func (l *Log) flush() error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+
+	l.mu.Lock()
+	if len(l.dirty) == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	items := make([]batchItem, 0, len(l.dirty))
+	for _, s := range l.dirty {
+		s.dirty = false
+		items = append(items, batchItem{s: s, evs: s.tail[:len(s.tail):len(s.tail)], first: s.first, charge: s.tailBytes})
+	}
+	clear(l.dirty)
+	l.dirty = l.dirty[:0]
+	ticket := l.appended
+	select {
+	case <-l.urgent: // served by this commit
+	default:
+	}
+	l.mu.Unlock()
+
+	err := l.commit(items)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer func() {
+		close(l.flushed)
+		l.flushed = make(chan struct{})
+	}()
+	if err != nil {
+		for _, it := range items {
+			if !it.s.dirty {
+				it.s.dirty = true
+				l.dirty = append(l.dirty, it.s)
+			}
+		}
+		l.pendingSince = time.Now()
+		l.failures++
+		l.failTicket = ticket
+		l.failErr = err
+		return err
+	}
+	var charge int64
+	for _, it := range items {
+		s := it.s
+		n := len(it.evs)
+		if n == len(s.tail) {
+			s.tail = nil
+		} else {
+			// Copy the rest so the committed prefix can be freed; readers
+			// may still hold the old array, which is never written again.
+			s.tail = append([]pending(nil), s.tail[n:]...)
+		}
+		s.tailBytes -= it.charge
+		charge += it.charge
+		s.committed = it.evs[n-1].seq
+		s.diskFirst = max(s.diskFirst, it.first)
+	}
+	l.pendingBytes -= charge
+	l.durable = ticket
+	return nil
+}
+
+// commit writes the items in one transaction.
+func (l *Log) commit(items []batchItem) error {
+	if hook := l.opts.commitHook; hook != nil {
+		if err := hook(); err != nil {
+			return fmt.Errorf("eventlog: commit: %w", err)
+		}
+	}
+	// bbolt keeps references to keys and values until the commit: one
+	// buffer holds them all.
+	size := 0
+	for _, it := range items {
+		for _, ev := range it.evs {
+			size += 16 + len(ev.payload)
+		}
+	}
+	buf := make([]byte, size)
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketSessions)
+		buf := buf
+		for _, it := range items {
+			sb, err := sessionBucket(root, it.s.name)
+			if err != nil {
+				return err
+			}
+			evb := sb.Bucket(bucketEvents)
+			evb.FillPercent = 1 // keys only grow: pack the pages
+			if err := dropBefore(evb, it.s.diskFirst, min(it.first, it.s.committed+1)); err != nil {
+				return err
+			}
+			for _, ev := range it.evs {
+				if ev.seq < it.first {
+					continue // already dropped by retention
+				}
+				n := 16 + len(ev.payload)
+				kv := buf[:n:n]
+				buf = buf[n:]
+				binary.BigEndian.PutUint64(kv[0:8], ev.seq)
+				binary.BigEndian.PutUint64(kv[8:16], uint64(ev.time))
+				copy(kv[16:], ev.payload)
+				if err := evb.Put(kv[:8], kv[8:]); err != nil {
+					return err
+				}
+			}
+			if err := evb.SetSequence(it.evs[len(it.evs)-1].seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return boltErr("eventlog: commit", err)
+}
+
+// Sync waits until every event appended before the call is committed to
+// disk. It returns the commit's error if the commit carrying them failed
+// (they stay pending and are retried), ctx's error if ctx is done first,
+// and ErrClosed after Close.
+func (l *Log) Sync(ctx context.Context) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return fmt.Errorf("eventlog: sync: %w", ErrClosed)
+	}
+	target := l.appended
+	failures := l.failures
+	for l.durable < target {
+		if l.failures != failures && l.failTicket >= target {
+			err := l.failErr
+			l.mu.Unlock()
+			return fmt.Errorf("eventlog: sync: %w", err)
+		}
+		flushed := l.flushed
+		signal(l.urgent)
+		l.mu.Unlock()
+		select {
+		case <-flushed:
+		case <-l.done:
+			l.mu.Lock()
+			ok := l.durable >= target
+			l.mu.Unlock()
+			if ok {
+				return nil
+			}
+			return fmt.Errorf("eventlog: sync: %w", ErrClosed)
+		case <-ctx.Done():
+			return fmt.Errorf("eventlog: sync: %w", ctx.Err())
+		}
+		l.mu.Lock()
+	}
+	l.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,531 @@
+// Package eventlog owns the durable, per-session, append-only, sequenced
+// event log of the runner.
+//
+// Every session has its own sequence: the first event appended to a
+// session gets seq 1, the next 2, and so on, and a seq is never reused,
+// not even after retention dropped old events or after the log was closed
+// and reopened. The log is payload-agnostic: front ends store their own
+// frames in it, and replay them to a reconnecting client with Read from
+// the last seq the client saw.
+//
+// Appends are group-committed: Append assigns the seq, makes the event
+// visible to Read and returns at once; a single flusher goroutine writes
+// everything appended during a short window (Options.FlushInterval) in
+// one transaction, so many appenders share one fsync and a fast appender
+// is not slowed to one fsync per event. Sync waits until everything
+// appended so far is on disk; Close does the same before closing the
+// file. Memory held by appended but uncommitted events is bounded
+// (Options.MaxPendingBytes): past it Append waits for the flusher.
+//
+// # Storage
+//
+// The file is a bbolt database (go.etcd.io/bbolt): pure Go (no cgo), one
+// file, ACID transactions with copy-on-write B+trees (a crash leaves the
+// last committed state), ordered keys, and maintained by the etcd project,
+// whose storage it is. Events live in one bucket per session under
+// big-endian uint64 keys, so a cursor walks them in seq order; the value
+// is the 8-byte big-endian Unix-nanosecond time followed by the payload.
+// The bucket's sequence holds the highest committed seq, so seqs survive
+// retention emptying the bucket. Per-session metadata sits beside the
+// events.
+//
+// The API is kept small (Append, Read, Sync, First/Last, Meta, Delete,
+// Compact) so that it can become an interface when a later backend, for
+// example a distributed one, needs to sit behind it.
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxEventsPerSession = 200_000
+	DefaultFlushInterval       = 2 * time.Millisecond
+	DefaultMaxPendingBytes     = 64 << 20
+	DefaultLockTimeout         = 2 * time.Second
+
+	// MaxSessionLen is the longest session name accepted, in bytes.
+	MaxSessionLen = 1024
+
+	// eventOverhead is what one pending event is charged, on top of its
+	// payload, against MaxPendingBytes.
+	eventOverhead = 64
+)
+
+// Options configure a Log. The zero value is usable.
+type Options struct {
+	// MaxEventsPerSession is the retention by count: the oldest events
+	// beyond it are dropped. 0 means DefaultMaxEventsPerSession, a
+	// negative value means no limit.
+	MaxEventsPerSession int
+
+	// MaxAge is the retention by age, applied by Compact and on Open.
+	// 0 keeps events regardless of age.
+	MaxAge time.Duration
+
+	// FlushInterval is the group-commit window: appends made within it
+	// are written in one transaction. 0 means DefaultFlushInterval, a
+	// negative value commits as soon as the flusher is free.
+	FlushInterval time.Duration
+
+	// MaxPendingBytes bounds the memory held by appended but not yet
+	// committed events (payload plus a small per-event charge); past it
+	// Append waits for the flusher. 0 means DefaultMaxPendingBytes.
+	MaxPendingBytes int64
+
+	// LockTimeout is how long Open waits for a file held by another Log
+	// before failing with ErrLocked. 0 means DefaultLockTimeout, a
+	// negative value tries once.
+	LockTimeout time.Duration
+
+	// Now is the clock for event times and age retention (time.Now if
+	// nil).
+	Now func() time.Time
+
+	// Logger receives commit failures and retention notes (discarded if
+	// nil).
+	Logger *slog.Logger
+
+	// commitHook, when set (tests), runs before each group commit; an
+	// error fails that commit.
+	commitHook func() error
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxEventsPerSession == 0 {
+		o.MaxEventsPerSession = DefaultMaxEventsPerSession
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Event is one entry of a session's log.
+type Event struct {
+	Seq     uint64
+	Time    time.Time
+	Payload []byte
+}
+
+// Log is a durable event log holding many sessions. Its methods are safe
+// for concurrent use.
+type Log struct {
+	db   *bolt.DB
+	opts Options
+	log  *slog.Logger
+
+	// writeMu serialises the writers of the file (flusher, SetMeta,
+	// Delete, Compact) together with the in-memory state they publish
+	// after their transaction (session.committed, session.diskFirst).
+	writeMu sync.Mutex
+
+	// structMu keeps Delete (writer) from removing a session while a
+	// reader (Read's disk chunks) is between its checks and its
+	// transaction.
+	structMu sync.RWMutex
+
+	mu           sync.Mutex
+	closed       bool
+	sessions     map[string]*sessionState
+	dirty        []*sessionState // sessions with events not yet taken by the flusher
+	pendingSince time.Time       // when dirty became non-empty (real time)
+	pendingBytes int64           // charge of all uncommitted events
+	appended     uint64          // events appended since Open (a ticket counter)
+	durable      uint64          // every ticket <= durable is committed
+	failures     uint64          // failed commits since Open
+	failTicket   uint64          // ticket covered by the last failed commit
+	failErr      error           // error of the last failed commit
+	flushed      chan struct{}   // closed and replaced after every commit attempt
+
+	wake   chan struct{} // something to flush (capacity 1)
+	urgent chan struct{} // flush now, do not wait for the window (capacity 1)
+	stop   chan struct{} // closed by Close
+	done   chan struct{} // closed when the flusher has exited
+
+	closeOnce sync.Once
+	closeErr  error
+	finalErr  error // error of the flusher's last commit, set before done
+}
+
+// sessionState is the in-memory state of one session.
+type sessionState struct {
+	name string
+
+	// Guarded by Log.mu.
+	last      uint64    // highest seq assigned
+	first     uint64    // lowest seq retained (last+1 when none)
+	lastTime  int64     // time of the last event, Unix ns (times never go back)
+	tail      []pending // assigned, not yet committed: seqs last-len(tail)+1 .. last; elements never change
+	tailBytes int64     // charge of tail
+	dirty     bool      // in Log.dirty
+
+	// Guarded by Log.writeMu.
+	committed uint64 // highest seq on disk
+	diskFirst uint64 // lowest seq that may still be on disk
+}
+
+type pending struct {
+	seq     uint64
+	time    int64
+	payload []byte
+}
+
+var (
+	bucketInfo     = []byte("info")
+	bucketSessions = []byte("sessions")
+	bucketEvents   = []byte("events")
+	keyFormat      = []byte("format")
+	keyMeta        = []byte("meta")
+	formatVersion  = []byte("1")
+)
+
+// Open opens the log at path, creating the file if needed, and applies
+// retention (by count and by age). The directory must exist. A file held
+// by another Log fails with ErrLocked after Options.LockTimeout; a file
+// that is not an event log fails with ErrCorrupt.
+func Open(path string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.LockTimeout,
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
+	if err != nil {
+		return nil, boltErr("eventlog: open "+path, err)
+	}
+	l := &Log{
+		db:       db,
+		opts:     opts,
+		log:      opts.Logger.With("eventlog", path),
+		sessions: make(map[string]*sessionState),
+		flushed:  make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		urgent:   make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if err := l.load(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("eventlog: open %s: %w", path, err)
+	}
+	go l.run()
+	return l, nil
+}
+
+// load reads every session's bounds and applies retention. A damaged
+// file may make bbolt panic; that is reported as ErrCorrupt.
+func (l *Log) load() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
+		}
+	}()
+	cutoff := l.ageCutoff()
+	var dropped int
+	err = l.db.Update(func(tx *bolt.Tx) error {
+		info := tx.Bucket(bucketInfo)
+		root := tx.Bucket(bucketSessions)
+		if info == nil {
+			if k, _ := tx.Cursor().First(); k != nil {
+				return fmt.Errorf("%w: bbolt file without an %q bucket", ErrCorrupt, bucketInfo)
+			}
+			var err error
+			if info, err = tx.CreateBucket(bucketInfo); err != nil {
+				return err
+			}
+			if err := info.Put(keyFormat, formatVersion); err != nil {
+				return err
+			}
+		}
+		if v := info.Get(keyFormat); !bytes.Equal(v, formatVersion) {
+			return fmt.Errorf("%w: unsupported format %q", ErrCorrupt, v)
+		}
+		if root == nil {
+			var err error
+			if root, err = tx.CreateBucket(bucketSessions); err != nil {
+				return err
+			}
+		}
+		return root.ForEachBucket(func(name []byte) error {
+			s := &sessionState{name: string(name)}
+			evb := root.Bucket(name).Bucket(bucketEvents)
+			if evb == nil {
+				s.first, s.diskFirst = 1, 1
+				l.sessions[s.name] = s
+				return nil
+			}
+			s.last = evb.Sequence()
+			s.committed = s.last
+			c := evb.Cursor()
+			if k, _ := c.First(); k != nil {
+				s.first = seqOf(k)
+			} else {
+				s.first = s.last + 1
+			}
+			if _, v := c.Last(); len(v) >= 8 {
+				s.lastTime = int64(binary.BigEndian.Uint64(v))
+			}
+			s.diskFirst = s.first
+			l.sessions[s.name] = s
+			before := s.first
+			if limit := l.opts.MaxEventsPerSession; limit > 0 && s.last-s.first+1 > uint64(limit) {
+				if err := dropBefore(evb, s.diskFirst, s.last-uint64(limit)+1); err != nil {
+					return err
+				}
+				s.first = s.last - uint64(limit) + 1
+				s.diskFirst = s.first
+			}
+			if cutoff != nil {
+				cut, err := expire(evb, s.diskFirst, *cutoff)
+				if err != nil {
+					return err
+				}
+				s.first = max(s.first, cut)
+				s.diskFirst = s.first
+			}
+			dropped += int(s.first - before)
+			return nil
+		})
+	})
+	if err != nil {
+		return boltErr("load", err)
+	}
+	l.log.Debug("eventlog opened", "sessions", len(l.sessions), "dropped_by_retention", dropped)
+	return nil
+}
+
+// Append appends payload to session and returns its seq. It returns once
+// the event has its seq and is visible to Read; it is on disk within
+// FlushInterval, or after Sync or Close. Append copies payload. When
+// more than MaxPendingBytes wait for the disk, Append waits too, until
+// ctx is done.
+func (l *Log) Append(ctx context.Context, session string, payload []byte) (seq uint64, err error) {
+	one := [1][]byte{payload}
+	return l.appendEvents(ctx, session, one[:])
+}
+
+// AppendBatch appends payloads to session with consecutive seqs and
+// returns the first one (0 when payloads is empty). It behaves like that
+// many Appends, made atomically.
+func (l *Log) AppendBatch(ctx context.Context, session string, payloads [][]byte) (first uint64, err error) {
+	return l.appendEvents(ctx, session, payloads)
+}
+
+func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) (uint64, error) {
+	if err := checkName(name); err != nil {
+		return 0, err
+	}
+	if len(payloads) == 0 {
+		return 0, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("eventlog: append to %q: %w", name, err)
+	}
+	// Copy outside the lock.
+	evs := make([]pending, len(payloads))
+	var charge int64
+	for i, p := range payloads {
+		evs[i].payload = clone(p)
+		charge += int64(len(p)) + eventOverhead
+	}
+
+	l.mu.Lock()
+	for {
+		if l.closed {
+			l.mu.Unlock()
+			return 0, fmt.Errorf("eventlog: append to %q: %w", name, ErrClosed)
+		}
+		// A lone event larger than the budget is let through when
+		// nothing else is pending, or it would never be.
+		if l.pendingBytes == 0 || l.pendingBytes+charge <= l.opts.MaxPendingBytes {
+			break
+		}
+		flushed := l.flushed
+		signal(l.urgent)
+		l.mu.Unlock()
+		select {
+		case <-flushed:
+		case <-l.stop:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("eventlog: append to %q: waiting for the disk: %w", name, ctx.Err())
+		}
+		l.mu.Lock()
+	}
+
+	s := l.sessions[name]
+	if s == nil {
+		s = &sessionState{name: name, first: 1, diskFirst: 1}
+		l.sessions[name] = s
+	}
+	now := l.opts.Now().UnixNano()
+	if now < s.lastTime {
+		now = s.lastTime
+	}
+	s.lastTime = now
+	first := s.last + 1
+	for i := range evs {
+		evs[i].seq = first + uint64(i)
+		evs[i].time = now
+	}
+	if len(s.tail) == 0 {
+		s.tail = evs
+	} else {
+		s.tail = append(s.tail, evs...)
+	}
+	s.last += uint64(len(evs))
+	s.tailBytes += charge
+	if limit := l.opts.MaxEventsPerSession; limit > 0 && s.last-s.first+1 > uint64(limit) {
+		s.first = s.last - uint64(limit) + 1
+	}
+	l.appended += uint64(len(evs))
+	l.pendingBytes += charge
+	if !s.dirty {
+		s.dirty = true
+		l.dirty = append(l.dirty, s)
+		if len(l.dirty) == 1 {
+			l.pendingSince = time.Now()
+			signal(l.wake)
+		}
+	}
+	if l.pendingBytes >= l.opts.MaxPendingBytes/8 {
+		signal(l.urgent) // enough for a big transaction: do not wait for the window
+	}
+	l.mu.Unlock()
+	return first, nil
+}
+
+// Last returns the highest seq assigned in session (0 if none), whether
+// or not it is committed yet.
+func (l *Log) Last(session string) (uint64, error) {
+	s, err := l.lookup(session)
+	if err != nil || s == nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return s.last, nil
+}
+
+// First returns the lowest seq still retained in session. The retained
+// events are [First, Last]; the range is empty when First > Last (1 for a
+// session without events). A reader positioned before First-1 has lost
+// events: Read returns ErrTruncated.
+func (l *Log) First(session string) (uint64, error) {
+	s, err := l.lookup(session)
+	if err != nil {
+		return 0, err
+	}
+	if s == nil {
+		return 1, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return s.first, nil
+}
+
+// lookup returns the session's state, nil if it does not exist.
+func (l *Log) lookup(name string) (*sessionState, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	return l.sessions[name], nil
+}
+
+// Sessions returns the names of all sessions, sorted.
+func (l *Log) Sessions() ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	names := make([]string, 0, len(l.sessions))
+	for name := range l.sessions {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Close commits pending appends, stops the flusher and closes the file.
+// It is idempotent: later calls return what the first one returned.
+// Appends waiting for the disk fail with ErrClosed.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
+		close(l.stop)
+		<-l.done
+		var errs []error
+		if l.finalErr != nil {
+			errs = append(errs, fmt.Errorf("eventlog: close: last commit failed, appended events were lost: %w", l.finalErr))
+		}
+		if err := l.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("eventlog: close: %w", err))
+		}
+		if len(errs) > 0 {
+			l.closeErr = errs[0]
+			if len(errs) > 1 {
+				l.closeErr = fmt.Errorf("%w; %w", errs[0], errs[1])
+			}
+		}
+	})
+	return l.closeErr
+}
+
+func checkName(name string) error {
+	if name == "" || len(name) > MaxSessionLen {
+		return fmt.Errorf("%w: %d bytes (want 1..%d)", ErrInvalidSession, len(name), MaxSessionLen)
+	}
+	return nil
+}
+
+// signal makes a non-blocking send on a channel of capacity 1.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// clone copies b; empty payloads are nil, whatever path they come from.
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+func seqKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
+}
+
+func seqOf(k []byte) uint64 { return binary.BigEndian.Uint64(k) }

@@ -1,0 +1,115 @@
+package eventlog
+
+import (
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// SetMeta stores small per-session metadata (the runner keeps there what
+// it needs to resume the session after a restart), replacing the previous
+// one, and creates the session if needed. It is on disk when SetMeta
+// returns.
+func (l *Log) SetMeta(session string, meta []byte) error {
+	if err := checkName(session); err != nil {
+		return err
+	}
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.isClosed() {
+		return fmt.Errorf("eventlog: set meta of %q: %w", session, ErrClosed)
+	}
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		sb, err := sessionBucket(tx.Bucket(bucketSessions), session)
+		if err != nil {
+			return err
+		}
+		return sb.Put(keyMeta, slices.Clone(meta))
+	})
+	if err != nil {
+		return boltErr(fmt.Sprintf("eventlog: set meta of %q", session), err)
+	}
+	l.mu.Lock()
+	if l.sessions[session] == nil {
+		l.sessions[session] = &sessionState{name: session, first: 1, diskFirst: 1}
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// Meta returns the metadata of session: nil if none was set,
+// ErrUnknownSession if the session does not exist.
+func (l *Log) Meta(session string) ([]byte, error) {
+	s, err := l.lookup(session)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: meta of %q: %w", session, err)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("eventlog: meta of %q: %w", session, ErrUnknownSession)
+	}
+	var meta []byte
+	err = l.db.View(func(tx *bolt.Tx) error {
+		if sb := tx.Bucket(bucketSessions).Bucket([]byte(session)); sb != nil {
+			meta = clone(sb.Get(keyMeta))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, boltErr(fmt.Sprintf("eventlog: meta of %q", session), err)
+	}
+	return meta, nil
+}
+
+// Delete removes session: its events, including those not yet committed,
+// and its metadata. Readers of the session fail with ErrUnknownSession. A
+// later Append to the same name starts a new session at seq 1.
+func (l *Log) Delete(session string) error {
+	if err := checkName(session); err != nil {
+		return err
+	}
+	l.writeMu.Lock() // no commit in flight: the session's tail is all pending
+	defer l.writeMu.Unlock()
+	l.structMu.Lock() // no reader between its checks and its transaction
+	defer l.structMu.Unlock()
+
+	s, err := l.lookup(session)
+	if err != nil {
+		return fmt.Errorf("eventlog: delete %q: %w", session, err)
+	}
+	if s == nil {
+		return fmt.Errorf("eventlog: delete %q: %w", session, ErrUnknownSession)
+	}
+	err = l.db.Update(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bucketSessions).DeleteBucket([]byte(session))
+		if err == berrors.ErrBucketNotFound {
+			return nil // never committed
+		}
+		return err
+	})
+	if err != nil {
+		return boltErr(fmt.Sprintf("eventlog: delete %q", session), err)
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.sessions, session)
+	if s.dirty {
+		l.dirty = slices.DeleteFunc(l.dirty, func(d *sessionState) bool { return d == s })
+		s.dirty = false
+	}
+	l.pendingBytes -= s.tailBytes
+	if len(l.dirty) == 0 {
+		l.durable = l.appended // nothing pending, nothing in flight
+	}
+	close(l.flushed) // appenders waiting for room: there may be some now
+	l.flushed = make(chan struct{})
+	return nil
+}
+
+func (l *Log) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}

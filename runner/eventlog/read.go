@@ -1,0 +1,142 @@
+package eventlog
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"iter"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Read works in chunks: each chunk is served either from the session's
+// uncommitted tail (under Log.mu) or from one short bbolt read
+// transaction, copied out, and only then yielded, so that a slow consumer
+// never holds a lock or a transaction, and a long replay never holds the
+// whole log in memory. An event leaves the tail only after its commit, so
+// every event up to the snapshot is found in one place or the other.
+const (
+	chunkEvents = 1024
+	chunkBytes  = 1 << 20
+)
+
+// Read returns every event of session with Seq > after, in order, up to
+// the last one appended when Read was called, committed or not: no gaps,
+// no duplicates. Each iteration of the result reads again from after.
+//
+// Errors are yielded once, after which the iteration stops:
+// ErrTruncated when events after `after` were dropped by retention
+// (before or during the iteration: a slow reader can fall behind),
+// ErrAhead when after is past the session's last event, ErrUnknownSession
+// when the session is deleted meanwhile, ctx's error, ErrClosed. An
+// unknown session read from 0 yields nothing.
+//
+// Payloads are the caller's to keep and modify.
+func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
+	s, err := l.lookup(session)
+	var end, first uint64 = 0, 1
+	if s != nil {
+		l.mu.Lock()
+		end, first = s.last, s.first
+		l.mu.Unlock()
+	}
+	return func(yield func(Event, error) bool) {
+		switch {
+		case err != nil:
+			yield(Event{}, fmt.Errorf("eventlog: read %q: %w", session, err))
+			return
+		case after > end:
+			yield(Event{}, fmt.Errorf("%w: session %q: reader is at %d, last event is %d", ErrAhead, session, after, end))
+			return
+		case after+1 < first:
+			yield(Event{}, truncated(session, after, first))
+			return
+		}
+		buf := make([]Event, 0, min(end-after, chunkEvents))
+		for next := after + 1; next <= end; {
+			if err := ctx.Err(); err != nil {
+				yield(Event{}, fmt.Errorf("eventlog: read %q: %w", session, err))
+				return
+			}
+			var err error
+			if buf, err = l.readChunk(s, next, end, buf[:0]); err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, ev := range buf {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			next = buf[len(buf)-1].Seq + 1
+		}
+	}
+}
+
+// readChunk appends to buf the events of s from seq from on, at most up
+// to end, and at least one.
+func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event, error) {
+	l.structMu.RLock()
+	defer l.structMu.RUnlock()
+
+	l.mu.Lock()
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return buf, fmt.Errorf("eventlog: read %q: %w", s.name, ErrClosed)
+	case l.sessions[s.name] != s:
+		l.mu.Unlock()
+		return buf, fmt.Errorf("eventlog: read %q: %w (deleted while reading)", s.name, ErrUnknownSession)
+	case from < s.first:
+		first := s.first
+		l.mu.Unlock()
+		return buf, truncated(s.name, from-1, first)
+	}
+	if len(s.tail) > 0 && from >= s.tail[0].seq {
+		base := s.tail[0].seq
+		evs := s.tail[from-base : min(end-base+1, from-base+chunkEvents)]
+		l.mu.Unlock()
+		for _, p := range evs {
+			buf = append(buf, Event{Seq: p.seq, Time: time.Unix(0, p.time), Payload: clone(p.payload)})
+		}
+		return buf, nil
+	}
+	l.mu.Unlock()
+
+	// Committed: on disk, unless retention dropped it since.
+	err := l.db.View(func(tx *bolt.Tx) error {
+		evb := eventsBucket(tx.Bucket(bucketSessions), s.name)
+		if evb == nil {
+			return nil
+		}
+		c := evb.Cursor()
+		want, size := from, 0
+		for k, v := c.Seek(seqKey(from)); k != nil && want <= end; k, v = c.Next() {
+			if seqOf(k) != want || len(v) < 8 || len(buf) == chunkEvents || size >= chunkBytes {
+				break
+			}
+			buf = append(buf, Event{
+				Seq:     want,
+				Time:    time.Unix(0, int64(binary.BigEndian.Uint64(v))),
+				Payload: clone(v[8:]),
+			})
+			size += len(v)
+			want++
+		}
+		return nil
+	})
+	if err != nil {
+		return buf, boltErr(fmt.Sprintf("eventlog: read %q", s.name), err)
+	}
+	if len(buf) > 0 {
+		return buf, nil
+	}
+	l.mu.Lock()
+	first := s.first
+	l.mu.Unlock()
+	if from < first {
+		return buf, truncated(s.name, from-1, first)
+	}
+	return buf, fmt.Errorf("%w: session %q: committed event %d is missing", ErrCorrupt, s.name, from)
+}

@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+// DefaultGracePeriod is how long a session outlives its connection.
+const DefaultGracePeriod = 60 * time.Second
+
+var (
+	// ErrTooManySessions: the runner is at Config.MaxSessions.
+	ErrTooManySessions = errors.New("runner: too many sessions")
+	// ErrSessionNotFound: no live or logged session has that id.
+	ErrSessionNotFound = errors.New("runner: session not found")
+	// ErrShuttingDown: the runner is stopping and takes no new sessions.
+	ErrShuttingDown = errors.New("runner: shutting down")
+	// ErrWorkspaceMismatch: a resume named another workspace than the
+	// session's own.
+	ErrWorkspaceMismatch = errors.New("runner: session belongs to another workspace")
+	// ErrInvalidOptions is wrapped by drivers for session options their
+	// policy refuses.
+	ErrInvalidOptions = errors.New("invalid session options")
+)
+
+// LastSeq is the highest event seq logged for a session.
+func (r *Runner) LastSeq(id string) (uint64, error) { return r.cfg.Log.Last(id) }
+
+// Config wires a Runner.
+type Config struct {
+	Log         *eventlog.Log
+	Workspaces  *workspace.Manager
+	Driver      AgentDriver
+	GracePeriod time.Duration
+	MaxSessions int // 0 = unlimited
+	Logger      *slog.Logger
+}
+
+// Runner owns the live sessions.
+type Runner struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	closing  bool
+	wg       sync.WaitGroup
+}
+
+// New returns a Runner.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Log == nil || cfg.Workspaces == nil || cfg.Driver == nil {
+		return nil, errors.New("runner: Log, Workspaces and Driver are required")
+	}
+	if cfg.GracePeriod <= 0 {
+		cfg.GracePeriod = DefaultGracePeriod
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{cfg: cfg, log: logger, sessions: map[string]*Session{}}, nil
+}
+
+// sessionMeta is what the log keeps to restart a session later.
+type sessionMeta struct {
+	WorkspaceID string          `json:"workspace_id"`
+	Options     json.RawMessage `json:"options,omitempty"`
+	Relay       bool            `json:"relay,omitempty"`
+}
+
+// OpenRequest describes a session to start or to resume.
+type OpenRequest struct {
+	WorkspaceID string
+	Options     json.RawMessage
+	Relay       bool
+	// Resume names an earlier session to restart (its agent resumes the
+	// conversation). Empty starts a new session.
+	Resume string
+}
+
+// Lookup returns a live session.
+func (r *Runner) Lookup(id string) (*Session, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sessions[id]
+	return s, ok
+}
+
+// Open starts a session: it checks limits, takes the workspace, records
+// the session and starts its agent.
+func (r *Runner) Open(ctx context.Context, req OpenRequest) (*Session, error) {
+	id, meta, err := r.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.cfg.Driver.Validate(meta.Options); err != nil {
+		return nil, err
+	}
+	if err := r.reserve(id); err != nil {
+		return nil, err
+	}
+	s, err := r.start(ctx, id, meta, req.Resume != "")
+	if err != nil {
+		r.release(id, nil)
+		return nil, err
+	}
+	r.mu.Lock()
+	r.sessions[id] = s
+	r.mu.Unlock()
+	return s, nil
+}
+
+// prepare picks the session id and its metadata, new or from the log.
+func (r *Runner) prepare(req OpenRequest) (string, sessionMeta, error) {
+	if req.Resume == "" {
+		return newSessionID(), sessionMeta{WorkspaceID: req.WorkspaceID, Options: req.Options, Relay: req.Relay}, nil
+	}
+	raw, err := r.cfg.Log.Meta(req.Resume)
+	if err != nil {
+		return "", sessionMeta{}, fmt.Errorf("%w: %s", ErrSessionNotFound, req.Resume)
+	}
+	var meta sessionMeta
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return "", sessionMeta{}, fmt.Errorf("runner: session %s metadata: %w", req.Resume, err)
+	}
+	if req.WorkspaceID != "" && req.WorkspaceID != meta.WorkspaceID {
+		return "", sessionMeta{}, ErrWorkspaceMismatch
+	}
+	if len(req.Options) > 0 && string(req.Options) != "null" {
+		meta.Options = req.Options
+	}
+	meta.Relay = req.Relay
+	return req.Resume, meta, nil
+}
+
+// reserve claims a slot for id, so two inits cannot race for it.
+func (r *Runner) reserve(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closing:
+		return ErrShuttingDown
+	case r.sessions[id] != nil:
+		return fmt.Errorf("runner: session %s is already live", id)
+	case r.cfg.MaxSessions > 0 && len(r.sessions) >= r.cfg.MaxSessions:
+		return ErrTooManySessions
+	}
+	r.sessions[id] = nil // placeholder until started
+	return nil
+}
+
+func (r *Runner) release(id string, s *Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.sessions[id]; ok && cur == s {
+		delete(r.sessions, id)
+	}
+}
+
+func (r *Runner) start(ctx context.Context, id string, meta sessionMeta, resume bool) (*Session, error) {
+	ws, err := r.cfg.Workspaces.Acquire(ctx, meta.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	home, err := r.cfg.Workspaces.Home(meta.WorkspaceID)
+	if err != nil {
+		ws.Release()
+		return nil, err
+	}
+	if _, err := ws.Snapshot(ctx, "tether: before session "+id); err != nil {
+		r.log.Warn("workspace snapshot failed", "session", id, "err", err)
+	}
+	rawMeta, _ := json.Marshal(meta)
+	if err := r.cfg.Log.SetMeta(id, rawMeta); err != nil {
+		ws.Release()
+		return nil, err
+	}
+	agent, err := r.cfg.Driver.Start(ctx, AgentSpec{
+		SessionID: id, Workspace: ws.Path(), Home: home,
+		Options: meta.Options, Resume: resume, Relay: meta.Relay,
+	})
+	if err != nil {
+		ws.Release()
+		return nil, err
+	}
+	return newSession(r, id, meta.WorkspaceID, ws, agent), nil
+}
+
+// Sessions returns the live sessions.
+func (r *Runner) Sessions() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Shutdown takes no new sessions, lets turns in progress finish until ctx
+// ends, then ends every session and waits for them.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range r.Sessions() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-s.Idle():
+			case <-ctx.Done():
+			}
+			s.End("runner shutting down")
+		}()
+	}
+	wg.Wait()
+	r.wg.Wait()
+	return r.cfg.Log.Sync(context.WithoutCancel(ctx))
+}
+
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

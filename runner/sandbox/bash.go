@@ -1,0 +1,55 @@
+package sandbox
+
+import (
+	"os/exec"
+	"strings"
+)
+
+// BashCommand rewrites a command of the agent's Bash tool so that it runs
+// without network, in a nested bwrap with a network namespace of its own
+// (only an empty loopback), while seeing the same files, workspace
+// included, as the agent. The agent process keeps the network it needs for
+// the model API; its tools do not.
+//
+// The command is returned unchanged when p.ToolNetwork allows tools the
+// network, and when p.Network is false (the whole sandbox has none then).
+// The command travels as one single-quoted word, so any string, with
+// quotes, $, backticks or newlines, reaches bash -c exactly as written. If
+// the nested sandbox cannot be made the command fails rather than running
+// with network.
+func BashCommand(p Policy, command string) string {
+	if p.ToolNetwork || !p.Network {
+		return command
+	}
+	bwrap, err := p.bwrap()
+	if err != nil {
+		bwrap = "bwrap" // fails closed inside: the command does not run
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		bash = "/bin/bash"
+	}
+	words := append(nestedArgs(bwrap), bash, "-c", command)
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = shellQuote(w)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// nestedArgs is the nested sandbox, up to the command: a new user
+// namespace (the agent has no capabilities to make the network namespace
+// otherwise) and network namespace, everything else seen as it is outside
+// (--dev-bind keeps /dev usable), dying with its parent.
+func nestedArgs(bwrap string) []string {
+	return []string{bwrap, "--unshare-user", "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/", "--"}
+}
+
+// shellQuote makes s one POSIX shell word: single quotes, inside which
+// nothing is special, with each ' written as '\”.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

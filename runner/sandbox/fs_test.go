@@ -1,0 +1,128 @@
+package sandbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWorkspaceAndHomeWritable(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	r := sh(t, f.policy(), `set -e
+echo hello > out.txt; cat out.txt; pwd
+mkdir -p sub && echo deep > sub/f
+echo state > "$HOME/.state"; echo "$HOME"
+echo scratch > /tmp/scratch; cat /tmp/scratch`)
+	want := "hello\n" + f.ws + "\n" + f.home + "\nscratch\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("exit %d\nstdout %q\nwant   %q\nstderr %s", r.code, r.stdout, want, r.stderr)
+	}
+	for path, content := range map[string]string{
+		filepath.Join(f.ws, "out.txt"):  "hello\n",
+		filepath.Join(f.ws, "sub", "f"): "deep\n",
+		filepath.Join(f.home, ".state"): "state\n",
+	} {
+		if b, err := os.ReadFile(path); err != nil || string(b) != content {
+			t.Errorf("%s on the host: %q %v", path, b, err)
+		}
+	}
+}
+
+func TestWritesOutsideFail(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	targets := []string{
+		"/etc/tether-sandbox-test",
+		"/usr/tether-sandbox-test",
+		"/root/tether-sandbox-test",
+		"/var/tmp/tether-sandbox-test",
+		filepath.Join(f.base, "escaped"),    // above the workspaces root
+		filepath.Join(f.root, "escaped"),    // the workspace's parent (hidden)
+		filepath.Join(f.other, "escaped"),   // another workspace (hidden)
+		filepath.Join(f.data, "escaped"),    // runner data (hidden)
+		filepath.Join(f.homes, "b", "evil"), // another home (hidden)
+	}
+	for _, target := range targets {
+		t.Run(strings.ReplaceAll(strings.TrimPrefix(target, f.base), "/", "_"), func(t *testing.T) {
+			r := sh(t, f.policy(), "echo x > '"+target+"' && echo WROTE; mkdir '"+target+".d' && echo MADE; exit 0")
+			if strings.Contains(r.stdout, "WROTE") || strings.Contains(r.stdout, "MADE") {
+				t.Fatalf("write to %s succeeded inside: %q", target, r.stdout)
+			}
+			// Read-only everywhere; inside hidden dirs the parent does not
+			// even exist.
+			if !strings.Contains(r.stderr, "Read-only file system") && !strings.Contains(r.stderr, "nonexistent") {
+				t.Fatalf("unexpected failure: %s", r.stderr)
+			}
+			if exists(target) || exists(target+".d") {
+				t.Fatalf("%s appeared on the host", target)
+			}
+		})
+	}
+}
+
+func TestOtherWorkspaceInvisible(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	script := "cat '" + filepath.Join(f.other, "secret.txt") + "'; ls -A '" + f.root + "'; ls -A '" + f.homes + "'"
+	r := sh(t, f.policy(), script)
+	if strings.Contains(r.stdout, "other workspace") || r.stdout != "a\na\n" {
+		t.Fatalf("inside the sandbox: stdout %q stderr %s", r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "No such file or directory") {
+		t.Fatalf("stderr %s", r.stderr)
+	}
+	// Control: without Hide the same script does see it, so the hiding
+	// is Hide's doing and not an accident of the fixture.
+	p := f.policy()
+	p.Hide = nil
+	if r := sh(t, p, script); !strings.Contains(r.stdout, "other workspace") {
+		t.Fatalf("control run did not see the other workspace: %q %s", r.stdout, r.stderr)
+	}
+}
+
+func TestRunnerDataInvisible(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	r := sh(t, f.policy(), "ls -A '"+f.data+"'; cat '"+filepath.Join(f.data, "runner.db")+"'; echo done")
+	if r.stdout != "done\n" || strings.Contains(r.stdout, "runner data") {
+		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
+	}
+}
+
+func TestReadOnlyBindInsideHidden(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	tools := filepath.Join(f.data, "tools")
+	if err := os.MkdirAll(tools, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(tools, "tool.sh"), "echo tool ran\n")
+	p := f.policy()
+	p.ReadOnly = []string{tools}
+	r := sh(t, p, "sh '"+filepath.Join(tools, "tool.sh")+"'; echo x > '"+filepath.Join(tools, "new")+"' || echo denied; cat '"+filepath.Join(f.data, "runner.db")+"' || echo hidden")
+	if r.stdout != "tool ran\ndenied\nhidden\n" {
+		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
+	}
+}
+
+func TestPrivateTmp(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	host, err := os.CreateTemp("/tmp", "tether-host-visible-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = host.Close()
+	defer os.Remove(host.Name())
+	inside := "/tmp/tether-inside-" + filepath.Base(f.base)
+	r := sh(t, f.policy(), "echo x > '"+inside+"' && echo wrote; test -e '"+host.Name()+"' && echo SEES_HOST; ls -A /tmp")
+	if r.stdout != "wrote\n"+filepath.Base(inside)+"\n" {
+		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
+	}
+	if exists(inside) {
+		_ = os.Remove(inside)
+		t.Fatal("a file written to /tmp inside appeared in the host's /tmp")
+	}
+}

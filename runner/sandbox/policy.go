@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// DefaultPath is the agent's PATH when Policy.Env has none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// DefaultUID and DefaultGID are who the agent is inside its user
+// namespace (they map to the runner's own ids outside, so its files belong
+// to the runner). Not root: a process that is root there cannot create the
+// nested user namespace BashCommand needs without CAP_SETFCAP.
+const (
+	DefaultUID = 1000
+	DefaultGID = 1000
+)
+
+// Policy is what one agent process may see and do.
+type Policy struct {
+	// Workspace is bound read-write at the same path and is the working
+	// directory.
+	Workspace string
+	// Home is the agent's private home, bound read-write at the same path;
+	// it becomes $HOME.
+	Home string
+	// Hide are directories made invisible (an empty tmpfs over each): the
+	// workspaces root, the runner's data directory. They must exist.
+	Hide []string
+	// ReadOnly are extra read-only binds at the same path, for things
+	// inside a hidden directory the agent must still read (the whole
+	// system is read-only anyway).
+	ReadOnly []string
+	// Env is the ONLY environment the agent gets, plus HOME (Home), TMPDIR
+	// (/tmp), PATH (DefaultPath unless Env sets it) and PWD (Workspace,
+	// set by bwrap's --chdir).
+	Env map[string]string
+	// Network lets the agent process use the host's network (the CLI needs
+	// the model API). Without it the sandbox has only its own loopback.
+	Network bool
+	// ToolNetwork lets the agent's Bash commands use the network too; see
+	// BashCommand.
+	ToolNetwork bool
+	// UID and GID inside the sandbox; zero means DefaultUID, DefaultGID.
+	UID, GID int
+	// BwrapPath is the bwrap executable; empty means "bwrap" on PATH.
+	BwrapPath string
+}
+
+func (p *Policy) bwrap() (string, error) {
+	path := p.BwrapPath
+	if path == "" {
+		path = "bwrap"
+	}
+	abs, err := exec.LookPath(path)
+	if err != nil {
+		return "", &UnavailableError{Path: path, Probe: "look up bwrap", Err: err}
+	}
+	return filepath.Abs(abs)
+}
+
+func (p *Policy) ids() (uid, gid int) {
+	uid, gid = p.UID, p.GID
+	if uid == 0 {
+		uid = DefaultUID
+	}
+	if gid == 0 {
+		gid = DefaultGID
+	}
+	return uid, gid
+}
+
+// cleanDir checks that a policy directory is absolute, not "/", and an
+// existing directory, and returns it with symlinks resolved (bwrap mounts
+// the real path, so every later prefix check must see it too).
+func cleanDir(field, dir string) (string, error) {
+	bad := func(reason string) error {
+		return &PolicyError{Field: field, Reason: fmt.Sprintf("%q %s", dir, reason)}
+	}
+	switch {
+	case dir == "":
+		return "", bad("is empty")
+	case !filepath.IsAbs(dir):
+		return "", bad("is not absolute")
+	case strings.ContainsAny(dir, "\x00"):
+		return "", bad("contains NUL")
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", bad(err.Error())
+	}
+	if real == "/" {
+		return "", bad("is the root directory")
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", bad(err.Error())
+	}
+	if !fi.IsDir() {
+		return "", bad("is not a directory")
+	}
+	return real, nil
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+// environ builds the agent's whole environment, sorted. Loader variables
+// (LD_*) are returned apart: bwrap itself runs with the environment it is
+// given, outside the sandbox and with privileges, so they must reach only
+// the agent (through --setenv).
+func (p *Policy) environ(home string) (env, loader []string, err error) {
+	vars := make(map[string]string, len(p.Env)+3)
+	for k, v := range p.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, nil, &PolicyError{Field: "Env", Reason: fmt.Sprintf("variable %q cannot be set", k)}
+		}
+		vars[k] = v
+	}
+	if vars["PATH"] == "" {
+		vars["PATH"] = DefaultPath
+	}
+	vars["HOME"] = home
+	vars["TMPDIR"] = "/tmp"
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	env = make([]string, 0, len(keys))
+	for _, k := range keys {
+		if strings.HasPrefix(k, "LD_") {
+			loader = append(loader, k, vars[k])
+			continue
+		}
+		env = append(env, k+"="+vars[k])
+	}
+	return env, loader, nil
+}

@@ -1,0 +1,137 @@
+package sandbox_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tetherhq/tether/runner/sandbox"
+)
+
+func TestWrapArgv(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	p := f.policy()
+	p.Network = true
+	p.ReadOnly = []string{f.data + "/../data"} // cleaned and resolved
+	bwrap, argv, env, err := p.Wrap("/usr/bin/agent", []string{"--flag", "x y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(bwrap) || filepath.Base(bwrap) != "bwrap" {
+		t.Fatalf("bwrap %q", bwrap)
+	}
+	want := []string{
+		"--die-with-parent", "--new-session",
+		"--unshare-user", "--uid", "1000", "--gid", "1000",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
+		"--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--tmpfs", "/tmp",
+		"--tmpfs", f.root, "--tmpfs", f.homes, "--tmpfs", f.data, "--ro-bind", f.data, f.data,
+		"--bind", f.ws, f.ws, "--bind", f.home, f.home,
+		"--remount-ro", f.root, "--remount-ro", f.homes,
+		"--chdir", f.ws,
+		"--", "/usr/bin/agent", "--flag", "x y",
+	}
+	if !slices.Equal(argv, want) {
+		t.Fatalf("argv\n%q\nwant\n%q", argv, want)
+	}
+	if env == nil {
+		t.Fatal("env is nil: exec would inherit the runner's environment")
+	}
+	p.Network = false
+	_, argv, _, _ = p.Wrap("/usr/bin/agent", nil)
+	if !slices.Contains(argv, "--unshare-net") {
+		t.Fatalf("no --unshare-net without Network: %q", argv)
+	}
+}
+
+func TestWrapRejects(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	file := filepath.Join(f.data, "runner.db")
+	hiddenExe := filepath.Join(f.data, "agent")
+	writeFile(t, hiddenExe, "#!/bin/sh\n")
+	cases := map[string]func(p *sandbox.Policy) (string, error){
+		"empty workspace":    func(p *sandbox.Policy) (string, error) { p.Workspace = ""; return "/bin/true", nil },
+		"relative workspace": func(p *sandbox.Policy) (string, error) { p.Workspace = "ws"; return "/bin/true", nil },
+		"root workspace":     func(p *sandbox.Policy) (string, error) { p.Workspace = "/"; return "/bin/true", nil },
+		"missing home":       func(p *sandbox.Policy) (string, error) { p.Home = f.base + "/nope"; return "/bin/true", nil },
+		"file as workspace":  func(p *sandbox.Policy) (string, error) { p.Workspace = file; return "/bin/true", nil },
+		"missing hide": func(p *sandbox.Policy) (string, error) {
+			p.Hide = append(p.Hide, f.base+"/nope")
+			return "/bin/true", nil
+		},
+		"hide root":         func(p *sandbox.Policy) (string, error) { p.Hide = append(p.Hide, "/"); return "/bin/true", nil },
+		"relative readonly": func(p *sandbox.Policy) (string, error) { p.ReadOnly = []string{"x"}; return "/bin/true", nil },
+		"env key with =": func(p *sandbox.Policy) (string, error) {
+			p.Env = map[string]string{"A=B": "c"}
+			return "/bin/true", nil
+		},
+		"env value with NUL": func(p *sandbox.Policy) (string, error) {
+			p.Env = map[string]string{"A": "b\x00c"}
+			return "/bin/true", nil
+		},
+		"hidden executable": func(p *sandbox.Policy) (string, error) { return hiddenExe, nil },
+		"exe in tmp":        func(p *sandbox.Policy) (string, error) { return "/tmp/agent", nil },
+		"relative exe":      func(p *sandbox.Policy) (string, error) { return "bin/agent", nil },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := f.policy()
+			path, _ := mutate(&p)
+			_, _, _, err := p.Wrap(path, nil)
+			var pe *sandbox.PolicyError
+			if !errors.Is(err, sandbox.ErrInvalidPolicy) || !errors.As(err, &pe) {
+				t.Fatalf("Wrap = %v", err)
+			}
+		})
+	}
+	// A hidden executable bound back read-only is fine.
+	p := f.policy()
+	p.ReadOnly = []string{f.data}
+	if _, _, _, err := p.Wrap(hiddenExe, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Symlinks are followed: a link outside to a hidden target is refused.
+	link := filepath.Join(f.base, "link-to-agent")
+	if err := os.Symlink(hiddenExe, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := f.policy().Wrap(link, nil); !errors.Is(err, sandbox.ErrInvalidPolicy) {
+		t.Fatalf("symlink to a hidden executable: %v", err)
+	}
+}
+
+func TestAvailable(t *testing.T) {
+	requireBwrap(t)
+	if err := sandbox.Available(); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{"missing": "/nonexistent/bwrap", "not bwrap": "/bin/false"} {
+		err := sandbox.Policy{BwrapPath: path}.Available()
+		var ue *sandbox.UnavailableError
+		if !errors.Is(err, sandbox.ErrUnavailable) || !errors.As(err, &ue) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, _, _, err := (sandbox.Policy{BwrapPath: path}).Wrap("/bin/true", nil); name == "missing" && !errors.Is(err, sandbox.ErrUnavailable) {
+			t.Errorf("Wrap with %s bwrap: %v", name, err)
+		}
+	}
+}
+
+func TestUIDInside(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	p := f.policy()
+	p.UID, p.GID = 4242, 4343
+	// The runner's files (the workspace) belong to the agent inside, and
+	// it has no capabilities at all.
+	r := sh(t, p, "id -u; id -g; stat -c %u .; grep -E 'Cap(Eff|Prm|Bnd)' /proc/self/status | cut -f2 | sort -u")
+	if r.stdout != "4242\n4343\n4242\n0000000000000000\n" {
+		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
+	}
+}

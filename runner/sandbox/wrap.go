@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// mount is one filesystem operation after the read-only root.
+type mount struct {
+	kind string // "--tmpfs", "--ro-bind" or "--bind"
+	path string
+}
+
+func (m mount) visible() bool { return m.kind != "--tmpfs" }
+
+func depth(path string) int { return strings.Count(path, "/") }
+
+// Wrap returns the command that runs path with args under the policy: exec
+// wrappedPath with wrappedArgs (argv[0] excluded) and env as the whole
+// environment. env is never nil: bwrap hands its own environment to the
+// agent unchanged, which keeps secrets (API keys) out of its argv, where
+// any local user could read them in /proc.
+//
+// The command line is
+//
+//	bwrap --die-with-parent --new-session
+//	      --unshare-user --uid U --gid G --unshare-pid --unshare-ipc --unshare-uts [--unshare-net]
+//	      --cap-drop ALL
+//	      --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+//	      <Hide: --tmpfs, ReadOnly: --ro-bind, Workspace and Home: --bind, shallowest first>
+//	      <each Hide: --remount-ro>
+//	      --chdir Workspace [--setenv LD_… …] -- path args…
+func (p Policy) Wrap(path string, args []string) (wrappedPath string, wrappedArgs []string, env []string, err error) {
+	bwrap, err := p.bwrap()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ws, err := cleanDir("Workspace", p.Workspace)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	home, err := cleanDir("Home", p.Home)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	mounts := []mount{{"--tmpfs", "/tmp"}}
+	for _, dir := range p.Hide {
+		d, err := cleanDir("Hide", dir)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		mounts = append(mounts, mount{"--tmpfs", d})
+	}
+	for _, dir := range p.ReadOnly {
+		d, err := cleanDir("ReadOnly", dir)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		mounts = append(mounts, mount{"--ro-bind", d})
+	}
+	mounts = append(mounts, mount{"--bind", ws}, mount{"--bind", home})
+	// A mount covers everything deeper that came before it, so shallow
+	// ones go first; at equal depth the order above holds (hide, then
+	// read-only, then read-write), so binding a directory back wins.
+	sort.SliceStable(mounts, func(i, j int) bool { return depth(mounts[i].path) < depth(mounts[j].path) })
+	if err := checkVisible(path, mounts); err != nil {
+		return "", nil, nil, err
+	}
+	env, loader, err := p.environ(home)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	uid, gid := p.ids()
+	a := []string{
+		"--die-with-parent",
+		"--new-session",
+		"--unshare-user", "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid),
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
+	}
+	if !p.Network {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a, "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	for _, m := range mounts {
+		if m.kind == "--tmpfs" {
+			a = append(a, m.kind, m.path)
+		} else {
+			a = append(a, m.kind, m.path, m.path)
+		}
+	}
+	// Hidden directories are empty and read-only: nothing written there
+	// could reach the host anyway, but a write that fails says so.
+	for _, m := range mounts {
+		if !m.visible() && m.path != "/tmp" && !boundAt(m.path, mounts) {
+			a = append(a, "--remount-ro", m.path)
+		}
+	}
+	a = append(a, "--chdir", ws)
+	for i := 0; i < len(loader); i += 2 {
+		a = append(a, "--setenv", loader[i], loader[i+1])
+	}
+	a = append(a, "--", path)
+	a = append(a, args...)
+	return bwrap, a, env, nil
+}
+
+// boundAt reports whether a directory is bound back at exactly path, in
+// which case remounting path read-only would hit that bind.
+func boundAt(path string, mounts []mount) bool {
+	for _, m := range mounts {
+		if m.visible() && m.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// checkVisible refuses an executable the sandbox would hide: the deepest
+// mount that holds it (and its symlink target) must not be a tmpfs.
+func checkVisible(path string, mounts []mount) error {
+	if !strings.Contains(path, "/") {
+		return nil // looked up on the sandbox's PATH
+	}
+	if !filepath.IsAbs(path) {
+		return &PolicyError{Field: "path", Reason: fmt.Sprintf("%q must be absolute or a bare name", path)}
+	}
+	candidates := []string{filepath.Clean(path)}
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != candidates[0] {
+		candidates = append(candidates, real)
+	}
+	for _, c := range candidates {
+		var holder *mount
+		for i := range mounts {
+			if within(c, mounts[i].path) {
+				holder = &mounts[i]
+			}
+		}
+		if holder != nil && !holder.visible() {
+			return &PolicyError{Field: "path", Reason: fmt.Sprintf("%q is hidden inside the sandbox (under %s); add it to ReadOnly", c, holder.path)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+// Package server assembles a runner process: the core, its event log,
+// workspaces, the Claude Code driver, the protocol v1 front end behind
+// authentication, health endpoints, TLS and graceful shutdown. cmd/tether
+// only parses flags into a Config and calls Run.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetherhq/tether/driver/claudecli"
+	"github.com/tetherhq/tether/frontend/protov1"
+	"github.com/tetherhq/tether/runner"
+	"github.com/tetherhq/tether/runner/auth"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+// DefaultAddr is where a runner listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:7420"
+
+// Config is everything `tether serve` can be told.
+type Config struct {
+	Addr          string
+	WorkspaceRoot string
+	DataDir       string
+	CLIPath       string
+	TLSCert       string
+	TLSKey        string
+	Sandbox       bool
+	// AllowToolNetwork lets sessions ask for network in Bash commands.
+	AllowToolNetwork bool
+	// AgentEnv are extra variables of this process's environment to hand
+	// to agents (API keys and the like are picked up by prefix already).
+	AgentEnv          []string
+	GracePeriod       time.Duration
+	ShutdownTimeout   time.Duration
+	MaxSessions       int
+	MaxConnsPerToken  int
+	MaxFrameSize      int64
+	InitializeTimeout time.Duration
+	Auth              auth.LoadOptions
+	Logger            *slog.Logger
+	// Ready, if set, receives the listening address once serving.
+	Ready func(addr string)
+}
+
+// Run serves until ctx ends, then shuts down gracefully.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	tokens, err := auth.Load(cfg.Auth)
+	if err != nil {
+		return err
+	}
+	if err := auth.RequireForAddr(cfg.Addr, tokens); err != nil {
+		return err
+	}
+	parts, err := assemble(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer parts.log.Close()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	var shuttingDown atomic.Bool
+	srv := &http.Server{Handler: routes(parts, tokens, cfg, &shuttingDown), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- serve(srv, ln, cfg) }()
+	log.Info("runner listening", "addr", ln.Addr().String(), "tls", cfg.TLSCert != "", "sandbox", cfg.Sandbox)
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	shuttingDown.Store(true)
+	return shutdown(srv, parts, cfg, log, serveErr)
+}
+
+func serve(srv *http.Server, ln net.Listener, cfg Config) error {
+	var err error
+	if cfg.TLSCert != "" {
+		err = srv.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
+	} else {
+		err = srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// shutdown: stop accepting, let turns finish up to the deadline, stop the
+// agents, flush the log.
+func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr chan error) error {
+	timeout := cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	log.Info("runner shutting down", "timeout", timeout)
+	_ = srv.Shutdown(ctx) // listener closed; hijacked WebSockets end with their sessions
+	err := p.runner.Shutdown(ctx)
+	<-serveErr
+	return err
+}
+
+type parts struct {
+	runner *runner.Runner
+	log    *eventlog.Log
+	v1     *protov1.Server
+}
+
+func assemble(cfg Config, log *slog.Logger) (*parts, error) {
+	if cfg.WorkspaceRoot == "" || cfg.DataDir == "" {
+		return nil, errors.New("server: the workspaces and data directories are required")
+	}
+	for _, d := range []string{cfg.WorkspaceRoot, cfg.DataDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	elog, err := eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	ws, err := workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")})
+	if err != nil {
+		elog.Close()
+		return nil, err
+	}
+	drv, err := claudecli.New(driverConfig(cfg, log))
+	if err != nil {
+		elog.Close()
+		return nil, err
+	}
+	r, err := runner.New(runner.Config{Log: elog, Workspaces: ws, Driver: drv, GracePeriod: cfg.GracePeriod,
+		MaxSessions: cfg.MaxSessions, Logger: log})
+	if err != nil {
+		elog.Close()
+		return nil, err
+	}
+	v1 := &protov1.Server{Runner: r, MaxFrameSize: cfg.MaxFrameSize, Logger: log}
+	return &parts{runner: r, log: elog, v1: v1}, nil
+}
+
+func driverConfig(cfg Config, log *slog.Logger) claudecli.Config {
+	dc := claudecli.Config{CLIPath: cfg.CLIPath, Env: agentEnv(cfg.AgentEnv), Logger: log,
+		InitializeTimeout: cfg.InitializeTimeout}
+	if cfg.Sandbox {
+		dc.Sandbox = &claudecli.SandboxConfig{
+			Hide:             []string{cfg.WorkspaceRoot, cfg.DataDir},
+			AllowToolNetwork: cfg.AllowToolNetwork,
+		}
+	}
+	return dc
+}
+
+// agentEnv picks what agents may see of this process's environment: the
+// model API's settings and the CLI's own switches, never the runner's
+// auth tokens.
+func agentEnv(extra []string) map[string]string {
+	prefixes := []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "MCP_"}
+	keep := map[string]bool{"PATH": true, "LANG": true, "LC_ALL": true, "TZ": true}
+	for _, k := range extra {
+		keep[k] = true
+	}
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if keep[k] {
+			env[k] = v
+			continue
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(k, p) {
+				env[k] = v
+			}
+		}
+	}
+	return env
+}
+
+func routes(p *parts, tokens *auth.Tokens, cfg Config, shuttingDown *atomic.Bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if shuttingDown.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	limiter := auth.NewLimiter(cfg.MaxConnsPerToken)
+	sessions := limitPerToken(tokens, limiter, p.v1)
+	mux.Handle("/sessions", auth.Middleware(tokens, sessions))
+	return mux
+}
+
+// limitPerToken caps concurrent connections per token.
+func limitPerToken(tokens *auth.Tokens, l *auth.Limiter, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := tokens.Check(r)
+		release, ok := l.Acquire(id)
+		if !ok {
+			http.Error(w, `{"error":"too many connections for this token"}`, http.StatusTooManyRequests)
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,404 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	v1 "github.com/tetherhq/tether/protocol/runnerv1"
+	"github.com/tetherhq/tether/transport"
+)
+
+// maxFrame bounds one frame from the runner: a line at the CLI's 64 MiB
+// cap, escaped.
+const maxFrame = 160 << 20
+
+type conn struct {
+	t *Transport
+
+	ctx    context.Context // background work; ends on Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	lines  chan []byte
+
+	mu        sync.Mutex
+	ws        *websocket.Conn
+	connected chan struct{} // closed while ws is usable; replaced on loss
+	sessionID string
+	lastSeq   atomic.Uint64
+	health    atomic.Int32
+
+	done      chan struct{} // closed on the terminal error or Close
+	termErr   error
+	doneOnce  sync.Once
+	closeOnce sync.Once
+}
+
+func newConn(t *Transport) *conn {
+	c := &conn{t: t, lines: make(chan []byte), connected: make(chan struct{}), done: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
+}
+
+// open makes the first connection and starts the background loop.
+func (c *conn) open(ctx context.Context) error {
+	ws, err := c.dial(ctx, c.t.Resume)
+	if err != nil {
+		return err
+	}
+	c.attach(ws)
+	c.wg.Add(1)
+	go c.loop(ws)
+	return nil
+}
+
+// dial connects, sends init and waits for ready.
+func (c *conn) dial(ctx context.Context, resume string) (*websocket.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, orDefault(c.t.ConnectTimeout, DefaultConnectTimeout))
+	defer cancel()
+	header := http.Header{}
+	if c.t.Token != "" {
+		header.Set("Authorization", "Bearer "+c.t.Token)
+	}
+	ws, resp, err := websocket.Dial(dctx, c.t.URL, &websocket.DialOptions{HTTPHeader: header, HTTPClient: c.t.HTTPClient})
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return nil, ErrUnauthorized
+		}
+		return nil, fmt.Errorf("remote: connect %s: %w", c.t.URL, err)
+	}
+	ws.SetReadLimit(maxFrame)
+	init := v1.Init{ProtocolVersion: v1.Version, SessionOpts: c.t.SessionOpts, WorkspaceID: c.t.WorkspaceID,
+		Resume: resume, LastSeq: c.lastSeq.Load(), HostControl: true}
+	frame, _ := v1.Encode(init)
+	if err := ws.Write(dctx, websocket.MessageText, frame); err != nil {
+		ws.CloseNow()
+		return nil, fmt.Errorf("remote: send init: %w", err)
+	}
+	if err := c.awaitReady(ctx, ws); err != nil {
+		ws.CloseNow()
+		return nil, err
+	}
+	return ws, nil
+}
+
+func (c *conn) awaitReady(ctx context.Context, ws *websocket.Conn) error {
+	ictx, cancel := context.WithTimeout(ctx, orDefault(c.t.InitTimeout, DefaultInitTimeout))
+	defer cancel()
+	for {
+		_, data, err := ws.Read(ictx)
+		if err != nil {
+			if ictx.Err() != nil && ctx.Err() == nil {
+				return ErrInitTimeout
+			}
+			return fmt.Errorf("remote: waiting for ready: %w", err)
+		}
+		frame, err := v1.Decode(data)
+		if err != nil {
+			continue
+		}
+		switch f := frame.(type) {
+		case v1.Ready:
+			c.mu.Lock()
+			c.sessionID = f.SessionID
+			c.mu.Unlock()
+			if !f.Resumed {
+				c.lastSeq.Store(max(c.lastSeq.Load(), f.Seq))
+			}
+			return nil
+		case v1.Error:
+			return &RunnerError{Code: f.Code, Details: f.Details}
+		default:
+			// Replayed frames can precede ready only on a restart; they
+			// are delivered by the loop once attached.
+		}
+	}
+}
+
+func (c *conn) attach(ws *websocket.Conn) {
+	c.mu.Lock()
+	c.ws = ws
+	close(c.connected)
+	c.mu.Unlock()
+	c.setHealth(Healthy)
+}
+
+func (c *conn) detach() {
+	c.mu.Lock()
+	c.ws = nil
+	c.connected = make(chan struct{})
+	c.mu.Unlock()
+}
+
+func (c *conn) setHealth(h Health) {
+	if Health(c.health.Swap(int32(h))) != h && c.t.OnHealth != nil {
+		c.t.OnHealth(h)
+	}
+}
+
+// Health reports the connection's health.
+func (c *conn) Health() Health { return Health(c.health.Load()) }
+
+// SessionID is the runner's session id.
+func (c *conn) SessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+// loop reads frames and reconnects until the session ends or Close.
+func (c *conn) loop(ws *websocket.Conn) {
+	defer c.wg.Done()
+	for {
+		pingCtx, stopPing := context.WithCancel(c.ctx)
+		c.wg.Add(1)
+		go c.ping(pingCtx, ws)
+		err := c.read(ws)
+		stopPing()
+		ws.CloseNow()
+		c.detach()
+		if c.ctx.Err() != nil || isTerminal(err) {
+			c.finish(err)
+			return
+		}
+		c.t.logger().Info("remote: connection lost; reconnecting", "err", err)
+		c.setHealth(Degraded)
+		next, err := c.reconnect()
+		if err != nil {
+			c.finish(err)
+			return
+		}
+		ws = next
+		c.attach(ws)
+	}
+}
+
+func isTerminal(err error) bool {
+	var re *RunnerError
+	return errors.Is(err, io.EOF) || errors.As(err, &re) || errors.Is(err, ErrUnauthorized)
+}
+
+// read delivers message payloads until the connection fails.
+func (c *conn) read(ws *websocket.Conn) error {
+	for {
+		_, data, err := ws.Read(c.ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
+				return io.EOF // the session is over
+			}
+			return err
+		}
+		frame, err := v1.Decode(data)
+		if err != nil {
+			c.t.logger().Warn("remote: bad frame from runner", "err", err)
+			continue
+		}
+		if err := c.handle(frame); err != nil {
+			return err
+		}
+	}
+}
+
+// handle applies one runner frame; frames already seen are dropped.
+func (c *conn) handle(frame v1.Frame) error {
+	seq := seqOf(frame)
+	if seq != 0 {
+		if seq <= c.lastSeq.Load() {
+			return nil
+		}
+		c.lastSeq.Store(seq)
+	}
+	switch f := frame.(type) {
+	case v1.Message:
+		select {
+		case c.lines <- []byte(f.Payload):
+		case <-c.ctx.Done():
+			return c.ctx.Err()
+		}
+	case v1.Error:
+		if f.Code == v1.CodeAgentExited {
+			return &RunnerError{Code: f.Code, Details: f.Details}
+		}
+		c.t.logger().Warn("remote: runner reported an error", "code", f.Code, "details", f.Details)
+	}
+	return nil
+}
+
+func seqOf(f v1.Frame) uint64 {
+	switch f := f.(type) {
+	case v1.Message:
+		return f.Seq
+	case v1.Done:
+		return f.Seq
+	case v1.Error:
+		return f.Seq
+	case v1.ControlResponse:
+		return f.Seq
+	case v1.Ready:
+		if !f.Resumed {
+			return f.Seq
+		}
+	}
+	return 0
+}
+
+// reconnect retries with backoff for ReconnectFor, resuming the session.
+func (c *conn) reconnect() (*websocket.Conn, error) {
+	deadline := time.Now().Add(orDefault(c.t.ReconnectFor, DefaultReconnectFor))
+	wait := 100 * time.Millisecond
+	var last error
+	for time.Now().Before(deadline) {
+		ws, err := c.dial(c.ctx, c.SessionID())
+		if err == nil {
+			return ws, nil
+		}
+		last = err
+		var re *RunnerError
+		if errors.As(err, &re) || errors.Is(err, ErrUnauthorized) || c.ctx.Err() != nil {
+			return nil, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return nil, c.ctx.Err()
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+	c.setHealth(Unhealthy)
+	return nil, fmt.Errorf("%w: %w", ErrGaveUp, last)
+}
+
+// ping checks the connection; an unanswered ping drops it (and so starts
+// a reconnect).
+func (c *conn) ping(ctx context.Context, ws *websocket.Conn) {
+	defer c.wg.Done()
+	every := orDefault(c.t.PingInterval, DefaultPingInterval)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err := ws.Ping(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			c.setHealth(Degraded)
+			ws.CloseNow()
+			return
+		}
+	}
+}
+
+func (c *conn) finish(err error) {
+	c.doneOnce.Do(func() {
+		if c.ctx.Err() == nil {
+			c.setHealth(Unhealthy)
+		}
+		c.termErr = err
+		close(c.done)
+	})
+}
+
+func (c *conn) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case line := <-c.lines:
+		return line, nil
+	case <-c.done:
+		select {
+		case line := <-c.lines:
+			return line, nil
+		default:
+		}
+		if c.termErr == nil || errors.Is(c.termErr, io.EOF) || c.ctx.Err() != nil {
+			return nil, io.EOF
+		}
+		return nil, c.termErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write sends one line to the agent. While reconnecting it waits (bounded
+// by ctx); a line whose write failed is sent again on the new connection.
+func (c *conn) Write(ctx context.Context, line []byte) error {
+	frame, err := v1.Encode(v1.Input{Line: string(line)})
+	if err != nil {
+		return err
+	}
+	for {
+		c.mu.Lock()
+		ws, connected := c.ws, c.connected
+		c.mu.Unlock()
+		if ws == nil {
+			select {
+			case <-connected:
+				continue
+			case <-c.done:
+				return transport.ErrClosed
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err := ws.Write(ctx, websocket.MessageText, frame); err == nil {
+			return nil
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		ws.CloseNow() // the loop notices and reconnects
+		select {
+		case <-c.done:
+			return transport.ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// CloseWrite has no remote equivalent; Close ends the session.
+func (c *conn) CloseWrite() error { return nil }
+
+// Close stops the session on the runner and releases everything.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		ws := c.ws
+		c.mu.Unlock()
+		if ws != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			frame, _ := v1.Encode(v1.Stop{})
+			if ws.Write(ctx, websocket.MessageText, frame) == nil {
+				select { // the runner closes once the session has ended
+				case <-c.done:
+				case <-ctx.Done():
+				}
+			}
+			cancel()
+		}
+		c.shutdown()
+	})
+	return nil
+}
+
+func (c *conn) shutdown() {
+	c.cancel()
+	c.mu.Lock()
+	if c.ws != nil {
+		c.ws.CloseNow()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+	c.finish(transport.ErrClosed)
+}
