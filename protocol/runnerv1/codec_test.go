@@ -12,14 +12,14 @@ import (
 // and expects them.
 func TestDecodeSeedFrames(t *testing.T) {
 	cases := map[string]string{
-		`{"type":"init","protocol_version":1,"workspace_id":"w","session_opts":{}}`:         v1.TypeInit,
-		`{"type":"ready","session_id":"s"}`:                                                  v1.TypeReady,
-		`{"type":"query","request_id":"r","prompt":"p","opts":{}}`:                           v1.TypeQuery,
-		`{"type":"message","request_id":"r","payload":"raw"}`:                                v1.TypeMessage,
-		`{"type":"done","request_id":"r","reason":"completed"}`:                              v1.TypeDone,
-		`{"type":"error","request_id":"r","code":"c","details":"d"}`:                         v1.TypeError,
-		`{"type":"stop"}`:                                                                    v1.TypeStop,
-		`{"type":"interrupt"}`:                                                               v1.TypeInterrupt,
+		`{"type":"init","protocol_version":1,"workspace_id":"w","session_opts":{}}`: v1.TypeInit,
+		`{"type":"ready","session_id":"s"}`:                                         v1.TypeReady,
+		`{"type":"query","request_id":"r","prompt":"p","opts":{}}`:                  v1.TypeQuery,
+		`{"type":"message","request_id":"r","payload":"raw"}`:                       v1.TypeMessage,
+		`{"type":"done","request_id":"r","reason":"completed"}`:                     v1.TypeDone,
+		`{"type":"error","request_id":"r","code":"c","details":"d"}`:                v1.TypeError,
+		`{"type":"stop"}`:      v1.TypeStop,
+		`{"type":"interrupt"}`: v1.TypeInterrupt,
 		`{"type":"control","request_id":"c1","subtype":"set_model","params":{"model":"x"}}`: v1.TypeControl,
 		`{"type":"control_response","request_id":"c1","response":{}}`:                       v1.TypeControlResponse,
 		`{"type":"input","line":"{\"type\":\"control_response\"}"}`:                         v1.TypeInput,
@@ -44,13 +44,13 @@ func TestDecodeErrorsAreTyped(t *testing.T) {
 		`{"no_type":1}`:    v1.CodeInvalidFrame,
 		`{"type":"init","protocol_version":99,"workspace_id":"w","session_opts":{}}`: v1.CodeUnsupportedVersion,
 		`{"type":"init","protocol_version":1,"workspace_id":"w","session_opts":[1]}`: v1.CodeInvalidOptions,
-		`{"type":"query","prompt":"p"}`:                        v1.CodeInvalidFrame,
-		`{"type":"query","request_id":"r","prompt":""}`:        v1.CodeInvalidFrame,
-		`{"type":"query","request_id":"r","prompt":42}`:        v1.CodeInvalidFrame,
-		`{"type":"control","request_id":"r"}`:                  v1.CodeInvalidFrame,
-		`{"type":"input","line":"a\nb"}`:                       v1.CodeInvalidFrame,
-		`{"type":"query","request_id":5,"prompt":"p"}`:         v1.CodeInvalidFrame,
-		`{"type":"init","protocol_version":"1","session_opts":{}}`: v1.CodeInvalidFrame,
+		`{"type":"query","prompt":"p"}`:                                              v1.CodeInvalidFrame,
+		`{"type":"query","request_id":"r","prompt":""}`:                              v1.CodeInvalidFrame,
+		`{"type":"query","request_id":"r","prompt":42}`:                              v1.CodeInvalidFrame,
+		`{"type":"control","request_id":"r"}`:                                        v1.CodeInvalidFrame,
+		`{"type":"input","line":"a\nb"}`:                                             v1.CodeInvalidFrame,
+		`{"type":"query","request_id":5,"prompt":"p"}`:                               v1.CodeInvalidFrame,
+		`{"type":"init","protocol_version":"1","session_opts":{}}`:                   v1.CodeInvalidFrame,
 	}
 	for in, code := range cases {
 		_, err := v1.Decode([]byte(in))

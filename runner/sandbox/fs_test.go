@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tetherhq/tether/runner/sandbox"
 )
 
 func TestWorkspaceAndHomeWritable(t *testing.T) {
@@ -52,8 +54,12 @@ func TestWritesOutsideFail(t *testing.T) {
 			}
 			// Read-only everywhere; inside hidden dirs the parent does not
 			// even exist.
-			if !strings.Contains(r.stderr, "Read-only file system") && !strings.Contains(r.stderr, "nonexistent") {
-				t.Fatalf("unexpected failure: %s", r.stderr)
+			wantErr := "Read-only file system"
+			if strings.HasPrefix(target, f.other) || strings.HasPrefix(target, f.homes) {
+				wantErr = "nonexistent"
+			}
+			if !strings.Contains(r.stderr, wantErr) {
+				t.Fatalf("want %q, got: %s", wantErr, r.stderr)
 			}
 			if exists(target) || exists(target+".d") {
 				t.Fatalf("%s appeared on the host", target)
@@ -124,5 +130,25 @@ func TestPrivateTmp(t *testing.T) {
 	if exists(inside) {
 		_ = os.Remove(inside)
 		t.Fatal("a file written to /tmp inside appeared in the host's /tmp")
+	}
+}
+
+// Other packages' tests keep workspaces under t.TempDir(), inside /tmp,
+// which the sandbox replaces: the binds must come back on top of it.
+func TestLayoutUnderTmp(t *testing.T) {
+	requireBwrap(t)
+	base := t.TempDir()
+	root, homes := filepath.Join(base, "workspaces"), filepath.Join(base, "homes")
+	ws, other, home := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(homes, "a")
+	for _, d := range []string{ws, other, home} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(other, "secret.txt"), "other workspace")
+	p := sandbox.Policy{Workspace: ws, Home: home, Hide: []string{root, homes}}
+	r := sh(t, p, "echo x > f && cat f; echo y > \"$HOME/g\" && cat \"$HOME/g\"; cat "+filepath.Join(other, "secret.txt")+" || echo hidden; touch "+filepath.Join(root, "z")+" || echo ro")
+	if r.stdout != "x\ny\nhidden\nro\n" || !exists(filepath.Join(ws, "f")) || !exists(filepath.Join(home, "g")) {
+		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
 	}
 }

@@ -20,4 +20,6 @@ type RunnerError struct {
 	Details string
 }
 
-func (e *RunnerError) Error() string { return fmt.Sprintf("remote: runner error %s: %s", e.Code, e.Details) }
+func (e *RunnerError) Error() string {
+	return fmt.Sprintf("remote: runner error %s: %s", e.Code, e.Details)
+}
