@@ -51,9 +51,10 @@ type Runner struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	sessions map[string]*Session
+	sessions map[string]*Session // nil: reserved, still starting
 	closing  bool
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // the sessions' Go functions
+	opening  sync.WaitGroup // Opens between reserve and their result
 }
 
 // New returns a Runner.
@@ -92,8 +93,8 @@ type OpenRequest struct {
 func (r *Runner) Lookup(id string) (*Session, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sessions[id]
-	return s, ok
+	s := r.sessions[id]
+	return s, s != nil // a reserved id is not a session yet
 }
 
 // Open starts a session: it checks limits, takes the workspace, records
@@ -109,14 +110,25 @@ func (r *Runner) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 	if err := r.reserve(id); err != nil {
 		return nil, err
 	}
+	defer r.opening.Done()
 	s, err := r.start(ctx, id, meta, req.Resume != "")
 	if err != nil {
 		r.release(id, nil)
 		return nil, err
 	}
 	r.mu.Lock()
-	r.sessions[id] = s
+	closing := r.closing
+	if !closing {
+		r.sessions[id] = s
+	}
 	r.mu.Unlock()
+	if closing {
+		// Shutdown began while the agent started: it no longer looks for
+		// new sessions, so this one ends here.
+		s.End("runner shutting down")
+		r.release(id, nil)
+		return nil, ErrShuttingDown
+	}
 	return s, nil
 }
 
@@ -143,19 +155,22 @@ func (r *Runner) prepare(req OpenRequest) (string, sessionMeta, error) {
 	return req.Resume, meta, nil
 }
 
-// reserve claims a slot for id, so two inits cannot race for it.
+// reserve claims a slot for id, so two inits cannot race for it; the
+// caller owes r.opening.Done once the Open is decided.
 func (r *Runner) reserve(id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	_, taken := r.sessions[id] // live, or reserved by an Open under way
 	switch {
 	case r.closing:
 		return ErrShuttingDown
-	case r.sessions[id] != nil:
+	case taken:
 		return fmt.Errorf("runner: session %s is already live", id)
 	case r.cfg.MaxSessions > 0 && len(r.sessions) >= r.cfg.MaxSessions:
 		return ErrTooManySessions
 	}
 	r.sessions[id] = nil // placeholder until started
+	r.opening.Add(1)
 	return nil
 }
 
@@ -177,18 +192,26 @@ func (r *Runner) start(ctx context.Context, id string, meta sessionMeta, resume 
 		ws.Release()
 		return nil, err
 	}
-	if _, err := ws.Snapshot(ctx, "tether: before session "+id); err != nil {
-		r.log.Warn("workspace snapshot failed", "session", id, "err", err)
-	}
 	rawMeta, _ := json.Marshal(meta)
 	if err := r.cfg.Log.SetMeta(id, rawMeta); err != nil {
 		ws.Release()
 		return nil, err
 	}
+	// The snapshot runs while the agent starts: no prompt reaches the agent
+	// before Open returns, so the "before" state is still intact, and the
+	// session's start costs no more than the agent's own.
+	snapshotted := make(chan struct{})
+	go func() {
+		defer close(snapshotted)
+		if _, err := ws.Snapshot(ctx, "tether: before session "+id); err != nil {
+			r.log.Warn("workspace snapshot failed", "session", id, "err", err)
+		}
+	}()
 	agent, err := r.cfg.Driver.Start(ctx, AgentSpec{
 		SessionID: id, Workspace: ws.Path(), Home: home,
 		Options: meta.Options, Resume: resume, Relay: meta.Relay,
 	})
+	<-snapshotted
 	if err != nil {
 		ws.Release()
 		return nil, err
@@ -215,6 +238,17 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.closing = true
 	r.mu.Unlock()
+	// Opens under way finish first (bounded by ctx), so every session is
+	// seen below; one that is still starting ends itself (see Open).
+	opened := make(chan struct{})
+	go func() {
+		r.opening.Wait()
+		close(opened)
+	}()
+	select {
+	case <-opened:
+	case <-ctx.Done():
+	}
 	var wg sync.WaitGroup
 	for _, s := range r.Sessions() {
 		wg.Add(1)

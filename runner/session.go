@@ -61,9 +61,18 @@ func (s *Session) Agent() Agent { return s.agent }
 func (s *Session) Context() context.Context { return s.ctx }
 
 // Go runs fn for the session's life (a front end's pump from the agent to
-// the log); fn's context ends with the session, and End waits for fn.
+// the log); fn's context ends with the session, and fn must return then.
+// Runner.Shutdown waits for every fn. On a session already over, fn runs
+// at once, in the caller's goroutine, with its context already done.
 func (s *Session) Go(fn func(ctx context.Context)) {
+	s.mu.Lock()
+	if s.ctx.Err() != nil { // End cancels under mu: nothing is added after
+		s.mu.Unlock()
+		fn(s.ctx)
+		return
+	}
 	s.r.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.r.wg.Done()
 		fn(s.ctx)
@@ -210,10 +219,14 @@ func (s *Session) End(reason string) {
 	s.endOnce.Do(func() {
 		s.mu.Lock()
 		s.grace.Stop()
+		s.endReason = reason
+		// Cancel before closing the agent: the session's Go functions then
+		// see the session ending, not the agent's output ending, and do
+		// not report an ended session as an agent that exited. Under mu,
+		// so Go starts no function after this.
+		s.cancel()
 		s.mu.Unlock()
 		_ = s.agent.Close()
-		s.cancel()
-		s.endReason = reason
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := s.ws.Snapshot(ctx, "tether: after session "+s.id); err != nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,9 @@ import (
 
 // DefaultAddr is where a runner listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:7420"
+
+// ErrSandboxNeedsToken refuses a sandboxed runner without a token.
+var ErrSandboxNeedsToken = errors.New("server: with the sandbox on, hosts must authenticate: set TETHER_AUTH_TOKEN (or --auth-token-file), or run with --sandbox off")
 
 // Config is everything `tether serve` can be told.
 type Config struct {
@@ -70,6 +74,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := auth.RequireForAddr(cfg.Addr, tokens); err != nil {
 		return err
 	}
+	if cfg.Sandbox && tokens.Empty() {
+		// A sandboxed agent still shares this machine's loopback (its CLI
+		// needs the model API): without a token it could open sessions of
+		// its own in other workspaces.
+		return ErrSandboxNeedsToken
+	}
 	parts, err := assemble(cfg, log)
 	if err != nil {
 		return err
@@ -80,7 +90,15 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("server: listen: %w", err)
 	}
 	var shuttingDown atomic.Bool
-	srv := &http.Server{Handler: routes(parts, tokens, cfg, &shuttingDown), ReadHeaderTimeout: 10 * time.Second}
+	// Requests get a context of their own, cancelled once the runner has
+	// shut down: a WebSocket is hijacked, so http.Server.Shutdown neither
+	// waits for nor ends it, and one still waiting for init would
+	// otherwise outlive Run.
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	parts.cancelRequests = cancelBase
+	srv := &http.Server{Handler: parts.handlers.track(routes(parts, tokens, cfg, &shuttingDown)),
+		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- serve(srv, ln, cfg) }()
 	log.Info("runner listening", "addr", ln.Addr().String(), "tls", cfg.TLSCert != "", "sandbox", cfg.Sandbox)
@@ -121,14 +139,51 @@ func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr
 	log.Info("runner shutting down", "timeout", timeout)
 	_ = srv.Shutdown(ctx) // listener closed; hijacked WebSockets end with their sessions
 	err := p.runner.Shutdown(ctx)
+	// Every session is over; connections without one (still before init)
+	// end now, and Run returns only once no handler runs.
+	p.cancelRequests()
+	p.handlers.wait()
 	<-serveErr
 	return err
+}
+
+// handlers tracks the HTTP handlers still running, hijacked ones included.
+type handlers struct {
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+func (h *handlers) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		if h.stopped {
+			h.mu.Unlock()
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		h.wg.Add(1)
+		h.mu.Unlock()
+		defer h.wg.Done()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// wait refuses new requests and waits for the running ones.
+func (h *handlers) wait() {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	h.wg.Wait()
 }
 
 type parts struct {
 	runner *runner.Runner
 	log    *eventlog.Log
 	v1     *protov1.Server
+
+	handlers       handlers
+	cancelRequests context.CancelFunc
 }
 
 func assemble(cfg Config, log *slog.Logger) (*parts, error) {
@@ -214,15 +269,14 @@ func routes(p *parts, tokens *auth.Tokens, cfg Config, shuttingDown *atomic.Bool
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	limiter := auth.NewLimiter(cfg.MaxConnsPerToken)
-	sessions := limitPerToken(tokens, limiter, p.v1)
-	mux.Handle("/sessions", auth.Middleware(tokens, sessions))
+	mux.Handle("/sessions", auth.Middleware(tokens, limitPerToken(limiter, p.v1)))
 	return mux
 }
 
 // limitPerToken caps concurrent connections per token.
-func limitPerToken(tokens *auth.Tokens, l *auth.Limiter, next http.Handler) http.Handler {
+func limitPerToken(l *auth.Limiter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, _ := tokens.Check(r)
+		id, _ := auth.IDFromContext(r.Context())
 		release, ok := l.Acquire(id)
 		if !ok {
 			http.Error(w, `{"error":"too many connections for this token"}`, http.StatusTooManyRequests)

@@ -286,6 +286,9 @@ func consumeMain(args []string) int {
 	case "crash-midstream", "crash-midline", "kill-midstream", "exit0-midstream":
 		out.Integrity = map[string]any{"expected_before_crash": *n / 2, "got_assistant": out.Assistant}
 	}
+	if intact, ok := out.Integrity["intact"].(bool); ok && !intact {
+		out.OK = false // e.g. a line over MaxLineSize skipped: a result, but not all the output
+	}
 	out.Goroutines = runtime.NumGoroutine()
 	if *memprofile != "" {
 		if f, err := os.Create(*memprofile); err == nil {

@@ -104,6 +104,7 @@ func run(f runFlags) error {
 	defer jf.Close()
 	fmt.Fprintf(os.Stderr, "# writing %s\n", path)
 	r := &runner{f: f, peer: peer, self: self, jsonl: jf}
+	info := machineInfo(peer) // before the run: the load average and date are the start's
 
 	if f.perf {
 		for rep := 1; rep <= f.reps; rep++ {
@@ -125,7 +126,7 @@ func run(f runFlags) error {
 	}
 
 	var md bytes.Buffer
-	writeReport(&md, r.records, f, machineInfo(peer), path)
+	writeReport(&md, r.records, f, info, path)
 	os.Stdout.Write(md.Bytes())
 	if f.md != "" {
 		return os.WriteFile(f.md, md.Bytes(), 0o644)
@@ -361,7 +362,13 @@ func machineInfo(peer string) []string {
 		info = append(info, "TS SDK: @anthropic-ai/claude-agent-sdk "+p.Version)
 	}
 	info = append(info, "SDK sources: "+sourceID())
-	info = append(info, "date: "+time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) >= 3 {
+			info = append(info, "load average when the run started (1/5/15 min): "+strings.Join(f[:3], " "))
+		}
+	}
+	info = append(info, "started: "+time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	return info
 }
 

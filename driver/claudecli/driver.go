@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/claude"
@@ -79,6 +80,11 @@ func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent
 	opts := claude.Options{Cwd: spec.Workspace, ReplaceEnv: true, Env: d.env(spec.Home), Logger: d.cfg.Logger,
 		InitializeTimeout: d.cfg.InitializeTimeout, ShutdownGrace: d.cfg.ShutdownGrace}
 	o.apply(&opts, spec.Workspace)
+	if d.cfg.Sandbox != nil && !o.ToolNetwork {
+		// The CLI process keeps network for the model API; its own web
+		// tools would use it too, so they go with Bash's network.
+		opts.DisallowedTools = append(opts.DisallowedTools, "WebFetch", "WebSearch")
+	}
 	if spec.Resume {
 		opts.Resume = spec.SessionID
 	} else {
@@ -114,6 +120,13 @@ func (d *Driver) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// stderr logs the CLI's stderr (at debug level: it can be chatty), so a
+// CLI that fails to start or exits early says why in the runner's log.
+func (d *Driver) stderr(sessionID string) func(string) {
+	log := d.logger().With("session", sessionID)
+	return func(line string) { log.Debug("claude stderr", "line", line) }
+}
+
 func (d *Driver) env(home string) map[string]string {
 	env := make(map[string]string, len(d.cfg.Env)+1)
 	for k, v := range d.cfg.Env {
@@ -130,13 +143,15 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 		return nil, nil, err
 	}
 	cmd := &transport.Command{Path: d.cliPath, Args: args, Env: opts.CommandEnv(), Dir: spec.Workspace,
-		ExitGrace: d.cfg.ShutdownGrace, Logger: d.cfg.Logger}
+		ExitGrace: d.cfg.ShutdownGrace, Logger: d.cfg.Logger, Stderr: d.stderr(spec.SessionID)}
 	if d.cfg.Sandbox == nil {
 		return cmd, nil, nil
 	}
+	// The sandbox's environment is the whole of the CLI's: the runner's
+	// allowed variables plus what the SDK sets (entrypoint, SDK version).
 	policy := &sandbox.Policy{
 		Workspace: spec.Workspace, Home: spec.Home, Hide: d.cfg.Sandbox.Hide,
-		Env: d.env(spec.Home), Network: true,
+		Env: envMap(cmd.Env), Network: true,
 	}
 	path, wrapped, env, err := policy.Wrap(d.cliPath, args)
 	if err != nil {
@@ -144,4 +159,14 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 	}
 	cmd.Path, cmd.Args, cmd.Env = path, wrapped, env
 	return cmd, policy, nil
+}
+
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
 }

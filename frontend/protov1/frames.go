@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	cc "github.com/tetherhq/tether/protocol/claudecode"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
 )
@@ -31,7 +32,7 @@ func (s *Server) handle(ctx context.Context, sess *runner.Session, frame v1.Fram
 	agent := sess.Agent()
 	switch f := frame.(type) {
 	case v1.Query:
-		s.turn(sess.ID()).set(f.RequestID)
+		s.turnOf(sess).set(f.RequestID)
 		sess.TurnStarted()
 		if err := agent.Prompt(ctx, f.Prompt); err != nil {
 			sess.TurnEnded()
@@ -44,7 +45,17 @@ func (s *Server) handle(ctx context.Context, sess *runner.Session, frame v1.Fram
 			s.emitError(ctx, sess, "", v1.CodeControlFailed, err.Error())
 		}
 	case v1.Input:
+		// In a relay session the host's SDK starts turns with user lines
+		// of its own: count them as queries are, so a graceful shutdown
+		// waits for them too (the agent's result ends them, see pump).
+		userTurn := cc.PeekType([]byte(f.Line)) == cc.TypeUser
+		if userTurn {
+			sess.TurnStarted()
+		}
 		if err := agent.Input(ctx, []byte(f.Line)); err != nil {
+			if userTurn {
+				sess.TurnEnded()
+			}
 			s.emitError(ctx, sess, "", v1.CodeInvalidFrame, err.Error())
 		}
 	case v1.Stop:

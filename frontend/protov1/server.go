@@ -34,7 +34,10 @@ type Server struct {
 	Logger      *slog.Logger
 
 	turnsMu sync.Mutex
-	turns   map[string]*turnState // per session: the request in progress
+	// turns is the request in progress per session: per Session, not per
+	// id, since a session restarted under its id must not share (or lose
+	// to the old pump's forget) the state of its predecessor.
+	turns map[*runner.Session]*turnState
 }
 
 // turnState remembers which query a session's output belongs to.
@@ -55,23 +58,34 @@ func (t *turnState) get() string {
 	return t.requestID
 }
 
-func (s *Server) turn(sessionID string) *turnState {
+func (s *Server) turn(sess *runner.Session) *turnState {
 	s.turnsMu.Lock()
 	defer s.turnsMu.Unlock()
 	if s.turns == nil {
-		s.turns = map[string]*turnState{}
+		s.turns = map[*runner.Session]*turnState{}
 	}
-	t, ok := s.turns[sessionID]
+	t, ok := s.turns[sess]
 	if !ok {
 		t = &turnState{}
-		s.turns[sessionID] = t
+		s.turns[sess] = t
 	}
 	return t
 }
 
-func (s *Server) forget(sessionID string) {
+// turnOf is the session's state without creating it: a session whose
+// pump is gone gets a throwaway one (nothing reads it any more).
+func (s *Server) turnOf(sess *runner.Session) *turnState {
 	s.turnsMu.Lock()
-	delete(s.turns, sessionID)
+	defer s.turnsMu.Unlock()
+	if t, ok := s.turns[sess]; ok {
+		return t
+	}
+	return &turnState{}
+}
+
+func (s *Server) forget(sess *runner.Session) {
+	s.turnsMu.Lock()
+	delete(s.turns, sess)
 	s.turnsMu.Unlock()
 }
 

@@ -35,9 +35,9 @@ func (s *Server) open(ctx context.Context, init v1.Init) (*runner.Session, bool,
 
 // pump turns the agent's output into frames for the session's life.
 func (s *Server) pump(sess *runner.Session) func(context.Context) {
-	turn := s.turn(sess.ID())
+	turn := s.turn(sess)
 	return func(ctx context.Context) {
-		defer s.forget(sess.ID())
+		defer s.forget(sess)
 		agent := sess.Agent()
 		var buf []byte
 		for {

@@ -42,14 +42,16 @@ func (l *Log) run() {
 	timer.Stop()
 	var backoff time.Duration
 	for {
+		urgent := false
 		select {
 		case <-l.wake:
 		case <-l.urgent:
+			urgent = true
 		case <-l.stop:
 			l.finalErr = l.flush()
 			return
 		}
-		if d := l.window(); d > 0 {
+		if d := l.window(); d > 0 && !urgent {
 			timer.Reset(d)
 			select {
 			case <-timer.C:

@@ -230,6 +230,9 @@ func TestBackpressure(t *testing.T) {
 	}
 
 	// A waiting Append fails with ErrClosed when the log is closed.
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	l.writeMu.Lock()
 	for range 10 {
 		mustAppend(t, l, "s", p)
@@ -346,6 +349,9 @@ func TestReadErrors(t *testing.T) {
 	for i := uint64(1); i <= 3000; i++ {
 		mustAppend(t, l, "s", []byte(seqPayload(i)))
 	}
+	if err := l.Sync(context.Background()); err != nil { // all on disk: chunks are full
+		t.Fatal(err)
+	}
 	if _, err := readAll(l, "s", 3001); !errors.Is(err, ErrAhead) {
 		t.Errorf("Read after Last: %v, want ErrAhead", err)
 	}
@@ -358,6 +364,7 @@ func TestReadErrors(t *testing.T) {
 
 	// Cancelled midway: stops at a chunk boundary.
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	n := 0
 	var err error
 	for _, e := range l.Read(ctx, "s", 0) {

@@ -45,8 +45,8 @@ func nestedArgs(bwrap string) []string {
 	return []string{bwrap, "--unshare-user", "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/", "--"}
 }
 
-// shellQuote makes s one POSIX shell word: single quotes, inside which
-// nothing is special, with each ' written as '\”.
+// shellQuote makes s one POSIX shell word: inside single quotes nothing is
+// special, and each single quote in s becomes quote, backslash, quote, quote.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,+@%") == "" {
 		return s

@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,6 +150,30 @@ func TestLayoutUnderTmp(t *testing.T) {
 	p := sandbox.Policy{Workspace: ws, Home: home, Hide: []string{root, homes}}
 	r := sh(t, p, "echo x > f && cat f; echo y > \"$HOME/g\" && cat \"$HOME/g\"; cat "+filepath.Join(other, "secret.txt")+" || echo hidden; touch "+filepath.Join(root, "z")+" || echo ro")
 	if r.stdout != "x\ny\nhidden\nro\n" || !exists(filepath.Join(ws, "f")) || !exists(filepath.Join(home, "g")) {
+		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
+	}
+}
+
+// The agent may create user namespaces (BashCommand needs them), and is
+// root in one it makes. The mounts it inherits there are locked: it can
+// neither lift the tmpfs off a hidden directory nor make / writable.
+func TestNestedNamespaceCannotUnhide(t *testing.T) {
+	requireBwrap(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("unshare (util-linux) not installed: %v", err)
+	}
+	f := newFixture(t)
+	secret := filepath.Join(f.other, "secret.txt")
+	script := `unshare -Urm sh -c '
+id -u
+umount ` + f.ws + ` 2>/dev/null
+umount -l ` + f.root + ` 2>/dev/null
+cat ` + secret + ` 2>/dev/null || echo hidden
+mount -o remount,rw / 2>/dev/null || mount -o remount,rw,bind / 2>/dev/null || echo no-remount
+touch /etc/tether-escape 2>/dev/null && echo WROTE || echo ro'
+cat /proc/1/root` + secret + ` 2>/dev/null || echo hidden`
+	r := sh(t, f.policy(), script)
+	if r.stdout != "0\nhidden\nno-remount\nro\nhidden\n" || exists("/etc/tether-escape") {
 		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
 	}
 }

@@ -49,18 +49,19 @@ func newConn(t *Transport) *conn {
 
 // open makes the first connection and starts the background loop.
 func (c *conn) open(ctx context.Context) error {
-	ws, err := c.dial(ctx, c.t.Resume)
+	ws, first, err := c.dial(ctx, c.t.Resume)
 	if err != nil {
 		return err
 	}
 	c.attach(ws)
 	c.wg.Add(1)
-	go c.loop(ws)
+	go c.loop(ws, first)
 	return nil
 }
 
-// dial connects, sends init and waits for ready.
-func (c *conn) dial(ctx context.Context, resume string) (*websocket.Conn, error) {
+// dial connects, sends init and waits for the session to answer; first is
+// the answer (see awaitReady), for the loop to handle before anything else.
+func (c *conn) dial(ctx context.Context, resume string) (*websocket.Conn, v1.Frame, error) {
 	dctx, cancel := context.WithTimeout(ctx, orDefault(c.t.ConnectTimeout, DefaultConnectTimeout))
 	defer cancel()
 	header := http.Header{}
@@ -70,9 +71,9 @@ func (c *conn) dial(ctx context.Context, resume string) (*websocket.Conn, error)
 	ws, resp, err := websocket.Dial(dctx, c.t.URL, &websocket.DialOptions{HTTPHeader: header, HTTPClient: c.t.HTTPClient})
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return nil, ErrUnauthorized
+			return nil, nil, ErrUnauthorized
 		}
-		return nil, fmt.Errorf("remote: connect %s: %w", c.t.URL, err)
+		return nil, nil, fmt.Errorf("remote: connect %s: %w", c.t.URL, err)
 	}
 	ws.SetReadLimit(maxFrame)
 	init := v1.Init{ProtocolVersion: v1.Version, SessionOpts: c.t.SessionOpts, WorkspaceID: c.t.WorkspaceID,
@@ -80,25 +81,33 @@ func (c *conn) dial(ctx context.Context, resume string) (*websocket.Conn, error)
 	frame, _ := v1.Encode(init)
 	if err := ws.Write(dctx, websocket.MessageText, frame); err != nil {
 		ws.CloseNow()
-		return nil, fmt.Errorf("remote: send init: %w", err)
+		return nil, nil, fmt.Errorf("remote: send init: %w", err)
 	}
-	if err := c.awaitReady(ctx, ws); err != nil {
+	first, err := c.awaitReady(ctx, ws)
+	if err != nil {
 		ws.CloseNow()
-		return nil, err
+		return nil, nil, err
 	}
-	return ws, nil
+	return ws, first, nil
 }
 
-func (c *conn) awaitReady(ctx context.Context, ws *websocket.Conn) error {
+// awaitReady waits for the runner's answer to init: ready, or a frame of
+// the session's log. When a session is restarted (a resume after its
+// agent ended, or after the runner restarted) the runner replays the
+// frames after last_seq before its new ready; they are the session's own
+// and must not be lost, so the first of them answers init as well as
+// ready does, and the loop delivers it and the rest in order. An error
+// frame without seq is a refusal, not part of the session.
+func (c *conn) awaitReady(ctx context.Context, ws *websocket.Conn) (v1.Frame, error) {
 	ictx, cancel := context.WithTimeout(ctx, orDefault(c.t.InitTimeout, DefaultInitTimeout))
 	defer cancel()
 	for {
 		_, data, err := ws.Read(ictx)
 		if err != nil {
 			if ictx.Err() != nil && ctx.Err() == nil {
-				return ErrInitTimeout
+				return nil, ErrInitTimeout
 			}
-			return fmt.Errorf("remote: waiting for ready: %w", err)
+			return nil, fmt.Errorf("remote: waiting for ready: %w", err)
 		}
 		frame, err := v1.Decode(data)
 		if err != nil {
@@ -106,20 +115,23 @@ func (c *conn) awaitReady(ctx context.Context, ws *websocket.Conn) error {
 		}
 		switch f := frame.(type) {
 		case v1.Ready:
-			c.mu.Lock()
-			c.sessionID = f.SessionID
-			c.mu.Unlock()
-			if !f.Resumed {
-				c.lastSeq.Store(max(c.lastSeq.Load(), f.Seq))
-			}
-			return nil
+			c.setSessionID(f.SessionID)
+			return f, nil
 		case v1.Error:
-			return &RunnerError{Code: f.Code, Details: f.Details}
-		default:
-			// Replayed frames can precede ready only on a restart; they
-			// are delivered by the loop once attached.
+			if f.Seq == 0 {
+				return nil, &RunnerError{Code: f.Code, Details: f.Details}
+			}
+		}
+		if seqOf(frame) != 0 {
+			return frame, nil
 		}
 	}
+}
+
+func (c *conn) setSessionID(id string) {
+	c.mu.Lock()
+	c.sessionID = id
+	c.mu.Unlock()
 }
 
 func (c *conn) attach(ws *websocket.Conn) {
@@ -153,14 +165,18 @@ func (c *conn) SessionID() string {
 	return c.sessionID
 }
 
-// loop reads frames and reconnects until the session ends or Close.
-func (c *conn) loop(ws *websocket.Conn) {
+// loop reads frames and reconnects until the session ends or Close; first
+// is the frame that answered init.
+func (c *conn) loop(ws *websocket.Conn, first v1.Frame) {
 	defer c.wg.Done()
 	for {
 		pingCtx, stopPing := context.WithCancel(c.ctx)
 		c.wg.Add(1)
 		go c.ping(pingCtx, ws)
-		err := c.read(ws)
+		err := c.handle(first)
+		if err == nil {
+			err = c.read(ws)
+		}
 		stopPing()
 		ws.CloseNow()
 		c.detach()
@@ -170,12 +186,12 @@ func (c *conn) loop(ws *websocket.Conn) {
 		}
 		c.t.logger().Info("remote: connection lost; reconnecting", "err", err)
 		c.setHealth(Degraded)
-		next, err := c.reconnect()
+		next, answer, err := c.reconnect()
 		if err != nil {
 			c.finish(err)
 			return
 		}
-		ws = next
+		ws, first = next, answer
 		c.attach(ws)
 	}
 }
@@ -216,6 +232,8 @@ func (c *conn) handle(frame v1.Frame) error {
 		c.lastSeq.Store(seq)
 	}
 	switch f := frame.(type) {
+	case v1.Ready:
+		c.setSessionID(f.SessionID)
 	case v1.Message:
 		select {
 		case c.lines <- []byte(f.Payload):
@@ -250,31 +268,31 @@ func seqOf(f v1.Frame) uint64 {
 }
 
 // reconnect retries with backoff for ReconnectFor, resuming the session.
-func (c *conn) reconnect() (*websocket.Conn, error) {
+func (c *conn) reconnect() (*websocket.Conn, v1.Frame, error) {
 	deadline := time.Now().Add(orDefault(c.t.ReconnectFor, DefaultReconnectFor))
 	wait := 100 * time.Millisecond
 	var last error
 	for time.Now().Before(deadline) {
-		ws, err := c.dial(c.ctx, c.SessionID())
+		ws, first, err := c.dial(c.ctx, c.SessionID())
 		if err == nil {
-			return ws, nil
+			return ws, first, nil
 		}
 		last = err
 		var re *RunnerError
 		if errors.As(err, &re) || errors.Is(err, ErrUnauthorized) || c.ctx.Err() != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-c.ctx.Done():
 			t.Stop()
-			return nil, c.ctx.Err()
+			return nil, nil, c.ctx.Err()
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
 	c.setHealth(Unhealthy)
-	return nil, fmt.Errorf("%w: %w", ErrGaveUp, last)
+	return nil, nil, fmt.Errorf("%w: %w", ErrGaveUp, last)
 }
 
 // ping checks the connection; an unanswered ping drops it (and so starts

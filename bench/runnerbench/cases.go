@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// query runs one turn and returns messages seen and time to the result;
+// onMsg sees each message as it arrives.
+func query(opts claude.Options, onMsg func(claude.Message)) (int, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	n := 0
+	for msg, err := range claude.Query(ctx, "go", opts) {
+		if err != nil {
+			return n, 0, err
+		}
+		n++
+		if onMsg != nil {
+			onMsg(msg)
+		}
+		if _, ok := msg.(*claude.ResultMessage); ok {
+			return n, time.Since(start), nil
+		}
+	}
+	return n, 0, fmt.Errorf("no result after %d messages", n)
+}
+
+func agentEnv(n, size, paceUS int) map[string]string {
+	return map[string]string{"BENCH_AGENT": "1", "BENCH_N": strconv.Itoa(n),
+		"BENCH_SIZE": strconv.Itoa(size), "BENCH_PACE_US": strconv.Itoa(paceUS), "GOGC": "400"}
+}
+
+// throughput returns msgs/s locally and through a runner, each the median
+// of reps runs.
+func throughput(self string, n, reps int) (local, remote float64, err error) {
+	env := agentEnv(n, 100, 0)
+	ip, err := startInproc(self, env)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer ip.close()
+	var ls, rs []float64
+	for i := range reps {
+		c, d, err := query(claude.Options{CLIPath: self, Env: env}, nil)
+		if err != nil {
+			return 0, 0, fmt.Errorf("local: %w", err)
+		}
+		ls = append(ls, float64(c)/d.Seconds())
+		c, d, err = query(claude.Options{Runner: &claude.RunnerOptions{URL: ip.url, WorkspaceID: fmt.Sprintf("tp%d", i)}}, nil)
+		if err != nil {
+			return 0, 0, fmt.Errorf("runner: %w", err)
+		}
+		rs = append(rs, float64(c)/d.Seconds())
+	}
+	return median(ls), median(rs), nil
+}
+
+// latency returns per-message delivery delays (p50, p99) locally and
+// through a runner; messages are paced so nothing queues.
+func latency(self string, n int) (local, remote [2]time.Duration, err error) {
+	env := agentEnv(n, 100, 200)
+	ip, err := startInproc(self, env)
+	if err != nil {
+		return local, remote, err
+	}
+	defer ip.close()
+	measure := func(opts claude.Options) ([2]time.Duration, error) {
+		var delays []time.Duration
+		_, _, err := query(opts, func(m claude.Message) {
+			if ts := stamp(m.Raw()); ts > 0 {
+				delays = append(delays, time.Duration(time.Now().UnixNano()-ts))
+			}
+		})
+		slices.Sort(delays)
+		if err != nil || len(delays) == 0 {
+			return [2]time.Duration{}, fmt.Errorf("latency: %v (%d samples)", err, len(delays))
+		}
+		return [2]time.Duration{delays[len(delays)/2], delays[len(delays)*99/100]}, nil
+	}
+	if local, err = measure(claude.Options{CLIPath: self, Env: env}); err != nil {
+		return
+	}
+	remote, err = measure(claude.Options{Runner: &claude.RunnerOptions{URL: ip.url, WorkspaceID: "latency"}})
+	return
+}
+
+// stamp finds the agent's "ts" in a raw line.
+func stamp(raw []byte) int64 {
+	i := bytes.Index(raw, []byte(`"ts":`))
+	if i < 0 {
+		return 0
+	}
+	j := i + 5
+	for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+		j++
+	}
+	ts, _ := strconv.ParseInt(string(raw[i+5:j]), 10, 64)
+	return ts
+}
+
+// replay logs n frames in a session nobody reads, then times a resuming
+// client receiving all of them.
+func replay(self string, n int) (frames int, perSec float64, err error) {
+	ip, err := startInproc(self, agentEnv(n, 100, 0))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer ip.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ws, id, err := openSeed(ctx, ip.url, "replay", "")
+	if err != nil {
+		return 0, 0, err
+	}
+	write(ctx, ws, map[string]any{"type": "query", "request_id": "q", "prompt": "go"})
+	ws.CloseNow()
+	last, err := waitLogged(ip, id, uint64(n))
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	ws, _, err = openSeed(ctx, ip.url, "replay", id)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer ws.CloseNow()
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			return frames, 0, err
+		}
+		frames++
+		var f struct {
+			Seq uint64 `json:"seq"`
+		}
+		_ = json.Unmarshal(data, &f)
+		if f.Seq >= last {
+			return frames, float64(frames) / time.Since(start).Seconds(), nil
+		}
+	}
+}
+
+// waitLogged waits until the session's log stops growing past min frames.
+func waitLogged(ip *inproc, id string, min uint64) (uint64, error) {
+	deadline := time.Now().Add(3 * time.Minute)
+	var prev uint64
+	for time.Now().Before(deadline) {
+		last, _ := ip.r.LastSeq(id)
+		if last > min && last == prev {
+			return last, nil
+		}
+		prev = last
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("session %s logged only %d frames", id, prev)
+}
+
+// openSeed opens (or resumes from seq 0) a default-mode session.
+func openSeed(ctx context.Context, url, workspace, resume string) (*websocket.Conn, string, error) {
+	ws, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	ws.SetReadLimit(64 << 20)
+	init := map[string]any{"type": "init", "protocol_version": 1, "workspace_id": workspace, "session_opts": map[string]any{}}
+	if resume != "" {
+		init["resume"] = resume
+	}
+	write(ctx, ws, init)
+	_, data, err := ws.Read(ctx)
+	if err != nil {
+		ws.CloseNow()
+		return nil, "", err
+	}
+	var ready struct {
+		Type      string `json:"type"`
+		SessionID string `json:"session_id"`
+		Details   string `json:"details"`
+	}
+	if json.Unmarshal(data, &ready) != nil || ready.Type != "ready" {
+		ws.CloseNow()
+		return nil, "", fmt.Errorf("no ready: %s", data)
+	}
+	return ws, ready.SessionID, nil
+}
+
+func write(ctx context.Context, ws *websocket.Conn, v any) {
+	b, _ := json.Marshal(v)
+	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+		fmt.Fprintln(os.Stderr, "runnerbench: write:", err)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,37 @@
+// Command runnerbench measures what a runner adds on top of a local agent:
+// relay throughput, added latency per message, memory and start time per
+// idle session, and replay speed after a reconnect. It prints a table; see
+// docs/benchmarks.md for a recorded run.
+//
+//	go run ./bench/runnerbench [-sessions 1000] [-n 100000]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if os.Getenv("BENCH_AGENT") == "1" {
+		os.Exit(runAgent())
+	}
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		os.Exit(serveChild(os.Args[2:]))
+	}
+	var cfg config
+	flag.IntVar(&cfg.n, "n", 100_000, "messages per turn for throughput")
+	flag.IntVar(&cfg.latencyN, "latency-n", 5_000, "messages for the latency case")
+	flag.IntVar(&cfg.sessions, "sessions", 1_000, "idle sessions")
+	flag.IntVar(&cfg.replay, "replay", 100_000, "frames to replay")
+	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of the throughput case (median)")
+	flag.Parse()
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "runnerbench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	n, latencyN, sessions, replay, reps int
+}
