@@ -27,85 +27,77 @@ func frameError(code, format string, args ...any) *FrameError {
 	return &FrameError{Code: code, Details: fmt.Sprintf(format, args...)}
 }
 
+// anyFrame has the fields of every frame, so a frame decodes in one pass.
+type anyFrame struct {
+	Type            *string         `json:"type"`
+	ProtocolVersion int             `json:"protocol_version"`
+	SessionOpts     json.RawMessage `json:"session_opts"`
+	WorkspaceID     string          `json:"workspace_id"`
+	Resume          string          `json:"resume"`
+	LastSeq         uint64          `json:"last_seq"`
+	HostControl     bool            `json:"host_control"`
+	RequestID       string          `json:"request_id"`
+	Prompt          json.RawMessage `json:"prompt"`
+	Opts            json.RawMessage `json:"opts"`
+	Subtype         string          `json:"subtype"`
+	Params          json.RawMessage `json:"params"`
+	Line            string          `json:"line"`
+	Seq             uint64          `json:"seq"`
+	SessionID       string          `json:"session_id"`
+	Resumed         bool            `json:"resumed"`
+	Payload         string          `json:"payload"`
+	Reason          string          `json:"reason"`
+	Code            string          `json:"code"`
+	Details         string          `json:"details"`
+	Response        json.RawMessage `json:"response"`
+}
+
 // Decode parses one frame from either side.
 func Decode(data []byte) (Frame, error) {
-	var head struct {
-		Type *string `json:"type"`
+	var a anyFrame
+	if err := json.Unmarshal(data, &a); err != nil {
+		return nil, frameError(CodeInvalidFrame, "not a valid frame: %v", err)
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, frameError(CodeInvalidFrame, "not a JSON object: %v", err)
-	}
-	if head.Type == nil {
+	if a.Type == nil {
 		return nil, frameError(CodeInvalidFrame, `frame has no "type"`)
 	}
-	f, err := newFrame(*head.Type)
+	frame, err := a.frame()
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(data, f); err != nil {
-		return nil, frameError(CodeInvalidFrame, "%s frame: %v", *head.Type, err)
-	}
-	frame := deref(f)
 	if err := validate(frame); err != nil {
 		return nil, err
 	}
 	return frame, nil
 }
 
-func newFrame(typ string) (any, error) {
-	switch typ {
+func (a *anyFrame) frame() (Frame, error) {
+	switch *a.Type {
 	case TypeInit:
-		return &Init{}, nil
+		return Init{ProtocolVersion: a.ProtocolVersion, SessionOpts: a.SessionOpts, WorkspaceID: a.WorkspaceID,
+			Resume: a.Resume, LastSeq: a.LastSeq, HostControl: a.HostControl}, nil
 	case TypeQuery:
-		return &Query{}, nil
+		return Query{RequestID: a.RequestID, Prompt: a.Prompt, Opts: a.Opts}, nil
 	case TypeControl:
-		return &Control{}, nil
+		return Control{RequestID: a.RequestID, Subtype: a.Subtype, Params: a.Params}, nil
 	case TypeInterrupt:
-		return &Interrupt{}, nil
+		return Interrupt{}, nil
 	case TypeStop:
-		return &Stop{}, nil
+		return Stop{}, nil
 	case TypeInput:
-		return &Input{}, nil
+		return Input{Line: a.Line}, nil
 	case TypeReady:
-		return &Ready{}, nil
+		return Ready{Seq: a.Seq, SessionID: a.SessionID, Resumed: a.Resumed}, nil
 	case TypeMessage:
-		return &Message{}, nil
+		return Message{Seq: a.Seq, RequestID: a.RequestID, Payload: a.Payload}, nil
 	case TypeDone:
-		return &Done{}, nil
+		return Done{Seq: a.Seq, RequestID: a.RequestID, Reason: a.Reason}, nil
 	case TypeError:
-		return &Error{}, nil
+		return Error{Seq: a.Seq, RequestID: a.RequestID, Code: a.Code, Details: a.Details}, nil
 	case TypeControlResponse:
-		return &ControlResponse{}, nil
+		return ControlResponse{Seq: a.Seq, RequestID: a.RequestID, Response: a.Response}, nil
 	}
-	return nil, frameError(CodeUnknownType, "unknown frame type %q", typ)
-}
-
-func deref(f any) Frame {
-	switch v := f.(type) {
-	case *Init:
-		return *v
-	case *Query:
-		return *v
-	case *Control:
-		return *v
-	case *Interrupt:
-		return *v
-	case *Stop:
-		return *v
-	case *Input:
-		return *v
-	case *Ready:
-		return *v
-	case *Message:
-		return *v
-	case *Done:
-		return *v
-	case *Error:
-		return *v
-	case *ControlResponse:
-		return *v
-	}
-	panic(fmt.Sprintf("runnerv1: no frame for %T", f))
+	return nil, frameError(CodeUnknownType, "unknown frame type %q", *a.Type)
 }
 
 func validate(f Frame) error {

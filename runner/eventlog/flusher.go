@@ -2,7 +2,6 @@ package eventlog
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -96,7 +95,7 @@ func (l *Log) window() time.Duration {
 // batchItem is the part of one session's tail taken by a commit.
 type batchItem struct {
 	s      *sessionState
-	evs    []pending
+	evs    []record
 	first  uint64 // the session's First when taken: older events are not written, and deleted from disk
 	charge int64
 }
@@ -155,11 +154,11 @@ func (l *Log) flush() error {
 		} else {
 			// Copy the rest so the committed prefix can be freed; readers
 			// may still hold the old array, which is never written again.
-			s.tail = append([]pending(nil), s.tail[n:]...)
+			s.tail = append([]record(nil), s.tail[n:]...)
 		}
 		s.tailBytes -= it.charge
 		charge += it.charge
-		s.committed = it.evs[n-1].seq
+		s.committed = it.evs[n-1].seq()
 		s.diskFirst = max(s.diskFirst, it.first)
 	}
 	l.pendingBytes -= charge
@@ -174,18 +173,8 @@ func (l *Log) commit(items []batchItem) error {
 			return fmt.Errorf("eventlog: commit: %w", err)
 		}
 	}
-	// bbolt keeps references to keys and values until the commit: one
-	// buffer holds them all.
-	size := 0
-	for _, it := range items {
-		for _, ev := range it.evs {
-			size += 16 + len(ev.payload)
-		}
-	}
-	buf := make([]byte, size)
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketSessions)
-		buf := buf
 		for _, it := range items {
 			sb, err := sessionBucket(root, it.s.name)
 			if err != nil {
@@ -196,21 +185,17 @@ func (l *Log) commit(items []batchItem) error {
 			if err := dropBefore(evb, it.s.diskFirst, min(it.first, it.s.committed+1)); err != nil {
 				return err
 			}
-			for _, ev := range it.evs {
-				if ev.seq < it.first {
+			// bbolt keeps the key and value slices until the commit:
+			// records are immutable, so it gets them as they are.
+			for _, r := range it.evs {
+				if r.seq() < it.first {
 					continue // already dropped by retention
 				}
-				n := 16 + len(ev.payload)
-				kv := buf[:n:n]
-				buf = buf[n:]
-				binary.BigEndian.PutUint64(kv[0:8], ev.seq)
-				binary.BigEndian.PutUint64(kv[8:16], uint64(ev.time))
-				copy(kv[16:], ev.payload)
-				if err := evb.Put(kv[:8], kv[8:]); err != nil {
+				if err := evb.Put(r.key(), r.value()); err != nil {
 					return err
 				}
 			}
-			if err := evb.SetSequence(it.evs[len(it.evs)-1].seq); err != nil {
+			if err := evb.SetSequence(it.evs[len(it.evs)-1].seq()); err != nil {
 				return err
 			}
 		}

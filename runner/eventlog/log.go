@@ -175,22 +175,44 @@ type sessionState struct {
 	name string
 
 	// Guarded by Log.mu.
-	last      uint64    // highest seq assigned
-	first     uint64    // lowest seq retained (last+1 when none)
-	lastTime  int64     // time of the last event, Unix ns (times never go back)
-	tail      []pending // assigned, not yet committed: seqs last-len(tail)+1 .. last; elements never change
-	tailBytes int64     // charge of tail
-	dirty     bool      // in Log.dirty
+	last      uint64   // highest seq assigned
+	first     uint64   // lowest seq retained (last+1 when none)
+	lastTime  int64    // time of the last event, Unix ns (times never go back)
+	tail      []record // assigned, not yet committed: seqs last-len(tail)+1 .. last; elements never change
+	tailBytes int64    // charge of tail
+	dirty     bool     // in Log.dirty
 
 	// Guarded by Log.writeMu.
 	committed uint64 // highest seq on disk
 	diskFirst uint64 // lowest seq that may still be on disk
 }
 
-type pending struct {
-	seq     uint64
-	time    int64
-	payload []byte
+// record is one event as it is stored: its key, the big-endian seq, then
+// its value, the big-endian Unix-ns time and the payload. Append builds it
+// in one allocation and the commit hands both parts to bbolt as they are;
+// once in a tail it is never written again.
+type record []byte
+
+const recordHeader = 16
+
+func newRecord(payload []byte) record {
+	r := make(record, recordHeader+len(payload))
+	copy(r[recordHeader:], payload)
+	return r
+}
+
+func (r record) seq() uint64   { return binary.BigEndian.Uint64(r) }
+func (r record) key() []byte   { return r[:8:8] }
+func (r record) value() []byte { return r[8:] }
+func (r record) event() Event  { return decodeEvent(r.seq(), r.value()) }
+func (r record) stamp(seq uint64, t int64) {
+	binary.BigEndian.PutUint64(r[0:8], seq)
+	binary.BigEndian.PutUint64(r[8:16], uint64(t))
+}
+
+// decodeEvent decodes a stored value; the payload is copied.
+func decodeEvent(seq uint64, v []byte) Event {
+	return Event{Seq: seq, Time: time.Unix(0, int64(binary.BigEndian.Uint64(v))), Payload: clone(v[8:])}
 }
 
 var (
@@ -345,11 +367,16 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 		return 0, fmt.Errorf("eventlog: append to %q: %w", name, err)
 	}
 	// Copy outside the lock.
-	evs := make([]pending, len(payloads))
+	var one [1]record
+	recs := one[:0]
+	if len(payloads) > 1 {
+		recs = make([]record, 0, len(payloads))
+	}
 	var charge int64
-	for i, p := range payloads {
-		evs[i].payload = clone(p)
-		charge += int64(len(p)) + eventOverhead
+	for _, p := range payloads {
+		r := newRecord(p)
+		recs = append(recs, r)
+		charge += int64(len(r)) + eventOverhead
 	}
 
 	l.mu.Lock()
@@ -386,21 +413,16 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 	}
 	s.lastTime = now
 	first := s.last + 1
-	for i := range evs {
-		evs[i].seq = first + uint64(i)
-		evs[i].time = now
+	for i, r := range recs {
+		r.stamp(first+uint64(i), now)
 	}
-	if len(s.tail) == 0 {
-		s.tail = evs
-	} else {
-		s.tail = append(s.tail, evs...)
-	}
-	s.last += uint64(len(evs))
+	s.tail = append(s.tail, recs...)
+	s.last += uint64(len(recs))
 	s.tailBytes += charge
 	if limit := l.opts.MaxEventsPerSession; limit > 0 && s.last-s.first+1 > uint64(limit) {
 		s.first = s.last - uint64(limit) + 1
 	}
-	l.appended += uint64(len(evs))
+	l.appended += uint64(len(recs))
 	l.pendingBytes += charge
 	if !s.dirty {
 		s.dirty = true

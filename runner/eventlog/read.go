@@ -2,10 +2,8 @@ package eventlog
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"iter"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -93,12 +91,12 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event
 		l.mu.Unlock()
 		return buf, truncated(s.name, from-1, first)
 	}
-	if len(s.tail) > 0 && from >= s.tail[0].seq {
-		base := s.tail[0].seq
-		evs := s.tail[from-base : min(end-base+1, from-base+chunkEvents)]
+	if len(s.tail) > 0 && from >= s.tail[0].seq() {
+		base := s.tail[0].seq()
+		recs := s.tail[from-base : min(end-base+1, from-base+chunkEvents)]
 		l.mu.Unlock()
-		for _, p := range evs {
-			buf = append(buf, Event{Seq: p.seq, Time: time.Unix(0, p.time), Payload: clone(p.payload)})
+		for _, r := range recs {
+			buf = append(buf, r.event())
 		}
 		return buf, nil
 	}
@@ -116,11 +114,7 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event
 			if seqOf(k) != want || len(v) < 8 || len(buf) == chunkEvents || size >= chunkBytes {
 				break
 			}
-			buf = append(buf, Event{
-				Seq:     want,
-				Time:    time.Unix(0, int64(binary.BigEndian.Uint64(v))),
-				Payload: clone(v[8:]),
-			})
+			buf = append(buf, decodeEvent(want, v))
 			size += len(v)
 			want++
 		}
