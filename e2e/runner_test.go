@@ -45,6 +45,13 @@ var agentEnvPrefixes = []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "MCP_"
 // (t.Setenv), so tests using it cannot run in parallel.
 func startRunner(t *testing.T, withSandbox bool) *testRunner {
 	t.Helper()
+	return startRunnerEnv(t, withSandbox, nil)
+}
+
+// startRunnerEnv is startRunner with extra variables in the runner's
+// environment (which server.Run forwards to agents by prefix).
+func startRunnerEnv(t *testing.T, withSandbox bool, extraEnv map[string]string) *testRunner {
+	t.Helper()
 	began := time.Now()
 	cli := testenv.RequireClaudeCLI(t)
 	if withSandbox {
@@ -69,6 +76,9 @@ func startRunner(t *testing.T, withSandbox bool) *testRunner {
 		if k != "HOME" { // the driver gives each workspace its own
 			t.Setenv(k, v)
 		}
+	}
+	for k, v := range extraEnv {
+		t.Setenv(k, v)
 	}
 	tr := &testRunner{Token: randomToken(), Root: filepath.Join(base, "workspaces"), Data: filepath.Join(base, "data"),
 		Fake: fake, Sandbox: withSandbox, logs: &syncBuffer{}}

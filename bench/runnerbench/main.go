@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 )
 
 func main() {
@@ -25,13 +26,26 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 1_000, "idle sessions")
 	flag.IntVar(&cfg.replay, "replay", 100_000, "frames to replay")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of the throughput case (median)")
+	flag.StringVar(&cfg.only, "only", "", "run one case: throughput, latency, replay or idle")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `FILE`")
 	flag.Parse()
+	if cfg.cpuprofile != "" {
+		f, err := os.Create(cfg.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "runnerbench:", err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "runnerbench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
 type config struct {
 	n, latencyN, sessions, replay, reps int
+	only, cpuprofile                    string
 }

@@ -14,6 +14,11 @@ func run(cfg config) error {
 	}
 	fmt.Printf("runnerbench: %s, %d CPUs; agent: a Go stream-json stub (this binary), sandbox off\n\n", runtime.Version(), runtime.NumCPU())
 
+	if cfg.only == "throughput" {
+		local, remote, err := throughput(self, cfg.n, cfg.reps)
+		fmt.Printf("throughput: local %.0f msgs/s, runner %.0f msgs/s, ratio %.2f\n", local, remote, remote/local)
+		return err
+	}
 	local, remote, err := throughput(self, cfg.n, cfg.reps)
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ type runFlags struct {
 	goFloors  bool
 	altBin    string
 	altLabel  string
+	from      string
 }
 
 func runMain(args []string) int {
@@ -59,6 +60,7 @@ func runMain(args []string) int {
 	fs.BoolVar(&f.goFloors, "go-floors", true, "also run the Go floors (ndjson.Reader alone; ndjson + claudecode.Parse) in the consume binary")
 	fs.StringVar(&f.altBin, "alt-bin", "", "A/B: another sdkbench binary (e.g. built against a patched SDK) run as an extra Go row in every perf case")
 	fs.StringVar(&f.altLabel, "alt-label", "alt build", "how the -alt-bin row is described")
+	fs.StringVar(&f.from, "from", "", "run nothing: print the tables of an earlier run's JSONL file")
 	fs.BoolVar(&f.floorsAll, "all-floors", true, "run all four floors (devnull, cat, split, readline); false: devnull and readline only")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sdkbench [flags]\n       sdkbench consume [flags]   (one Go consumer run; see sdkbench consume -h)\n\n")

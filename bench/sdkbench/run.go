@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,6 +82,9 @@ type runner struct {
 }
 
 func run(f runFlags) error {
+	if f.from != "" {
+		return rerender(f)
+	}
 	peer, err := peerDir(f.peer)
 	if err != nil {
 		return err
@@ -131,6 +135,31 @@ func run(f runFlags) error {
 	if f.md != "" {
 		return os.WriteFile(f.md, md.Bytes(), 0o644)
 	}
+	return nil
+}
+
+// rerender prints the tables of an earlier run from its JSONL file.
+func rerender(f runFlags) error {
+	data, err := os.ReadFile(f.from)
+	if err != nil {
+		return err
+	}
+	var recs []record
+	for l := range bytes.Lines(data) {
+		var rec record
+		if err := json.Unmarshal(l, &rec); err != nil {
+			return fmt.Errorf("%s: %w", f.from, err)
+		}
+		recs = append(recs, rec)
+	}
+	reps := 0
+	for _, r := range recs {
+		reps = max(reps, r.Rep)
+	}
+	f.reps, f.perf, f.robust = reps, reps > 0, slices.ContainsFunc(recs, func(r record) bool { return r.Rep == 0 })
+	var md bytes.Buffer
+	writeReport(&md, recs, f, []string{"re-rendered from an earlier run (machine details are in that run's report)"}, f.from)
+	os.Stdout.Write(md.Bytes())
 	return nil
 }
 

@@ -3,6 +3,7 @@ package claudecli
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/runner/sandbox"
@@ -13,13 +14,29 @@ import (
 // sandbox without a network namespace of its own.
 type bashRewriter struct {
 	policy sandbox.Policy
+
+	mu       sync.Mutex
+	produced map[string]bool // commands this rewriter made: already sandboxed
 }
 
 func (d *Driver) bashRewrite(policy *sandbox.Policy, toolNetwork bool) *bashRewriter {
 	if policy == nil || toolNetwork {
 		return nil
 	}
-	return &bashRewriter{policy: *policy}
+	return &bashRewriter{policy: *policy, produced: map[string]bool{}}
+}
+
+// wrap returns cmd sandboxed: unchanged if this rewriter made it (so a
+// command is never wrapped twice), else wrapped.
+func (b *bashRewriter) wrap(cmd string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.produced[cmd] {
+		return cmd
+	}
+	out := sandbox.BashCommand(b.policy, cmd)
+	b.produced[out] = true
+	return out
 }
 
 // rewrite returns the tool input with its command wrapped, or nil when the
@@ -33,7 +50,7 @@ func (b *bashRewriter) rewrite(input json.RawMessage) json.RawMessage {
 	if !ok {
 		return nil
 	}
-	fields["command"] = sandbox.BashCommand(b.policy, cmd)
+	fields["command"] = b.wrap(cmd)
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return nil
@@ -54,4 +71,30 @@ func (b *bashRewriter) hook(_ context.Context, in claude.HookInput) (claude.Hook
 	return claude.HookOutput{HookSpecificOutput: &claude.HookSpecific{
 		HookEventName: "PreToolUse", UpdatedInput: updated,
 	}}, nil
+}
+
+// sandboxUpdatedInputs wraps the command of every "updatedInput" object in
+// a host's answer about a Bash call (hook outputs, can_use_tool results,
+// at any depth). An updatedInput without a string command gets original,
+// the command the call was about, wrapped: whichever input the CLI ends
+// up using, its command runs in the nested sandbox.
+func (b *bashRewriter) sandboxUpdatedInputs(v any, original string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if in, ok := child.(map[string]any); ok && k == "updatedInput" {
+				cmd, ok := in["command"].(string)
+				if !ok {
+					cmd = original
+				}
+				in["command"] = b.wrap(cmd)
+				continue
+			}
+			b.sandboxUpdatedInputs(child, original)
+		}
+	case []any:
+		for _, child := range v {
+			b.sandboxUpdatedInputs(child, original)
+		}
+	}
 }

@@ -80,6 +80,15 @@ func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent
 	opts := claude.Options{Cwd: spec.Workspace, ReplaceEnv: true, Env: d.env(spec.Home), Logger: d.cfg.Logger,
 		InitializeTimeout: d.cfg.InitializeTimeout, ShutdownGrace: d.cfg.ShutdownGrace}
 	o.apply(&opts, spec.Workspace)
+	// No settings or MCP configuration from files: the agent can write its
+	// workspace and its home, and a settings file there (.claude/settings
+	// .json, settings.local.json, ~/.claude/settings.json) or an .mcp.json
+	// or ~/.claude.json would run commands of its choosing in the CLI's own
+	// process (command hooks, stdio MCP servers, apiKeyHelper …), outside
+	// the Bash rewrite and the session's permissions, in this session or
+	// the next.
+	opts.SettingSources = []string{}
+	opts.StrictMCPConfig = true
 	if d.cfg.Sandbox != nil && !o.ToolNetwork {
 		// The CLI process keeps network for the model API; its own web
 		// tools would use it too, so they go with Bash's network.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -18,7 +19,11 @@ import (
 const sandboxHookID = "tether_sandbox_bash"
 
 // relayAgent hands the CLI's lines to the host and the host's lines to the
-// CLI; the host's SDK speaks the control protocol.
+// CLI; the host's SDK speaks the control protocol. The runner still holds
+// its policy: host lines are checked and re-encoded (the CLI gets exactly
+// what was checked), control requests are limited to hostControlSubtypes,
+// and with a sandbox its Bash hook is added to initialize, answered here,
+// and every Bash input the host answers with is sandboxed too.
 type relayAgent struct {
 	conn    transport.Conn
 	rewrite *bashRewriter
@@ -26,45 +31,149 @@ type relayAgent struct {
 
 	idMu sync.Mutex
 	ids  cc.RequestIDs
+
+	ctx   context.Context // ends with Close
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	out   chan relayOut // the CLI's lines, from read
+	local chan []byte   // lines the runner itself sends the host
+
+	mu sync.Mutex
+	// pending are the CLI's requests handed to the host, by request id:
+	// only those may be answered, and answers about Bash are sandboxed.
+	pending map[string]pendingRequest
+}
+
+type relayOut struct {
+	line []byte
+	err  error
+}
+
+type pendingRequest struct {
+	bash    bool
+	command string // the Bash command the request is about
 }
 
 func newRelayAgent(conn transport.Conn, rewrite *bashRewriter, log *slog.Logger) *relayAgent {
-	return &relayAgent{conn: conn, rewrite: rewrite, log: log}
+	a := &relayAgent{conn: conn, rewrite: rewrite, log: log,
+		out: make(chan relayOut), local: make(chan []byte, 16), pending: map[string]pendingRequest{}}
+	a.ctx, a.stop = context.WithCancel(context.Background())
+	a.wg.Add(1)
+	go a.read()
+	return a
 }
 
-func (a *relayAgent) Next(ctx context.Context) (runner.Output, error) {
+// read moves the CLI's lines to Next, answering the runner's own hook on
+// the way; it ends with the output.
+func (a *relayAgent) read() {
+	defer a.wg.Done()
 	for {
-		line, err := a.conn.Read(ctx)
+		line, err := a.conn.Read(a.ctx)
 		if errors.Is(err, ndjson.ErrSkipped) {
 			a.log.Warn("claudecli: skipped a line of CLI output", "err", err)
 			continue
 		}
-		if errors.Is(err, io.EOF) {
-			return runner.Output{}, ErrAgentEnded
+		if err == nil {
+			switch cc.PeekType(line) {
+			case cc.TypeControlRequest:
+				if a.answerOwnHook(line) {
+					continue
+				}
+				a.track(line)
+			case cc.TypeControlCancelRequest:
+				a.untrack(line)
+			}
+		}
+		select {
+		case a.out <- relayOut{line, err}:
+		case <-a.ctx.Done():
+			return
 		}
 		if err != nil {
-			return runner.Output{}, err
+			return
 		}
-		typ := cc.PeekType(line)
-		if typ == cc.TypeControlRequest && a.answerOwnHook(ctx, line) {
-			continue
+	}
+}
+
+func (a *relayAgent) Next(ctx context.Context) (runner.Output, error) {
+	var o relayOut
+	select {
+	case line := <-a.local:
+		return runner.Output{Line: line}, nil
+	case o = <-a.out:
+	case <-ctx.Done():
+		return runner.Output{}, ctx.Err()
+	}
+	if errors.Is(o.err, io.EOF) {
+		return runner.Output{}, ErrAgentEnded
+	}
+	if o.err != nil {
+		return runner.Output{}, o.err
+	}
+	out := runner.Output{Line: o.line}
+	if cc.PeekType(o.line) == cc.TypeResult {
+		out.TurnEnded = true
+		var r struct {
+			IsError bool `json:"is_error"`
 		}
-		out := runner.Output{Line: line}
-		if typ == cc.TypeResult {
-			out.TurnEnded = true
-			var r struct {
-				IsError bool `json:"is_error"`
-			}
-			_ = json.Unmarshal(line, &r)
-			out.TurnFailed = r.IsError
+		_ = json.Unmarshal(o.line, &r)
+		out.TurnFailed = r.IsError
+	}
+	return out, nil
+}
+
+// track records a CLI request on its way to the host.
+func (a *relayAgent) track(line []byte) {
+	msg, err := cc.Parse(line)
+	if err != nil {
+		return
+	}
+	req, ok := msg.(*cc.ControlRequest)
+	if !ok {
+		return
+	}
+	p := pendingRequest{}
+	var tool struct {
+		ToolName  string          `json:"tool_name"`
+		Input     json.RawMessage `json:"input"`      // can_use_tool
+		ToolInput json.RawMessage `json:"tool_input"` // hook input
+	}
+	switch req.Subtype() {
+	case cc.SubtypeCanUseTool:
+		_ = req.Decode(&tool)
+	case cc.SubtypeHookCallback:
+		var hc cc.HookCallbackRequest
+		if req.Decode(&hc) == nil {
+			_ = json.Unmarshal(hc.Input, &tool)
+			tool.Input = tool.ToolInput
 		}
-		return out, nil
+	}
+	if tool.ToolName == "Bash" {
+		var in struct {
+			Command string `json:"command"`
+		}
+		_ = json.Unmarshal(tool.Input, &in)
+		p = pendingRequest{bash: true, command: in.Command}
+	}
+	a.mu.Lock()
+	a.pending[req.RequestID] = p
+	a.mu.Unlock()
+}
+
+func (a *relayAgent) untrack(line []byte) {
+	var c struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(line, &c) == nil {
+		a.mu.Lock()
+		delete(a.pending, c.RequestID)
+		a.mu.Unlock()
 	}
 }
 
 // answerOwnHook answers the runner's sandbox hook; other requests go on to
 // the host.
-func (a *relayAgent) answerOwnHook(ctx context.Context, line []byte) bool {
+func (a *relayAgent) answerOwnHook(line []byte) bool {
 	if a.rewrite == nil {
 		return false
 	}
@@ -81,10 +190,10 @@ func (a *relayAgent) answerOwnHook(ctx context.Context, line []byte) bool {
 		return false
 	}
 	in, _ := cc.ParseHookInput(hc.Input)
-	out, _ := a.rewrite.hook(ctx, in)
+	out, _ := a.rewrite.hook(a.ctx, in)
 	answer, err := cc.EncodeControlSuccess(req.RequestID, out)
 	if err == nil {
-		err = a.conn.Write(ctx, answer)
+		err = a.conn.Write(a.ctx, answer)
 	}
 	if err != nil {
 		a.log.Warn("claudecli: could not answer the sandbox hook", "err", err)
@@ -92,42 +201,96 @@ func (a *relayAgent) answerOwnHook(ctx context.Context, line []byte) bool {
 	return true
 }
 
-// Input forwards a host line; the host's initialize gets the runner's
-// sandbox hook added, so the runner still enforces it.
+// Input checks a host line and forwards it re-encoded. A refused control
+// request is answered with an error, as the CLI would answer one it does
+// not know; other refused lines are errors.
 func (a *relayAgent) Input(ctx context.Context, line []byte) error {
-	if a.rewrite != nil && cc.PeekType(line) == cc.TypeControlRequest {
-		line = a.withSandboxHook(line)
+	msg, err := decodeLine(line)
+	if err != nil {
+		return fmt.Errorf("claudecli: input line: %w", err)
+	}
+	typ, _ := msg["type"].(string)
+	if !hostLineTypes[typ] {
+		return fmt.Errorf("%w: %q lines", ErrRefused, typ)
+	}
+	switch typ {
+	case cc.TypeControlRequest:
+		id, _ := msg["request_id"].(string)
+		req, _ := msg["request"].(map[string]any)
+		subtype, _ := req["subtype"].(string)
+		if subtype == "initialize" {
+			if line, err = a.initialize(id, req); err != nil {
+				return a.refuse(ctx, id, err)
+			}
+			return a.conn.Write(ctx, line)
+		}
+		if err := checkControlSubtype(subtype); err != nil {
+			return a.refuse(ctx, id, err)
+		}
+	case cc.TypeControlResponse:
+		if !a.answer(msg) {
+			return nil
+		}
+	}
+	if line, err = encodeLine(msg); err != nil {
+		return err
 	}
 	return a.conn.Write(ctx, line)
 }
 
-func (a *relayAgent) withSandboxHook(line []byte) []byte {
-	var env struct {
-		Type      string          `json:"type"`
-		RequestID string          `json:"request_id"`
-		Request   json.RawMessage `json:"request"`
+// answer checks a host's answer to a CLI request: it must answer one the
+// host was asked (not, say, the runner's own hook), and an answer about
+// Bash gets its inputs sandboxed. It reports whether to forward it.
+func (a *relayAgent) answer(msg map[string]any) bool {
+	resp, _ := msg["response"].(map[string]any)
+	id, _ := resp["request_id"].(string)
+	a.mu.Lock()
+	p, ok := a.pending[id]
+	delete(a.pending, id)
+	a.mu.Unlock()
+	if !ok {
+		a.log.Warn("claudecli: dropped a host answer to no pending request", "request_id", id)
+		return false
 	}
-	if json.Unmarshal(line, &env) != nil {
-		return line
+	if p.bash && a.rewrite != nil {
+		a.rewrite.sandboxUpdatedInputs(resp, p.command)
 	}
-	var req map[string]json.RawMessage
-	if json.Unmarshal(env.Request, &req) != nil || string(req["subtype"]) != `"initialize"` {
-		return line
-	}
-	hooks := map[string][]cc.HookMatcherConfig{}
-	if raw, ok := req["hooks"]; ok && string(raw) != "null" {
-		if json.Unmarshal(raw, &hooks) != nil {
-			return line
-		}
-	}
-	hooks[cc.HookPreToolUse] = append([]cc.HookMatcherConfig{{Matcher: "Bash", HookCallbackIDs: []string{sandboxHookID}}}, hooks[cc.HookPreToolUse]...)
-	req["hooks"], _ = json.Marshal(hooks)
-	env.Request, _ = json.Marshal(req)
-	out, err := json.Marshal(env)
+	return true
+}
+
+// refuse answers a host's control request with an error.
+func (a *relayAgent) refuse(ctx context.Context, id string, why error) error {
+	line, err := cc.EncodeControlError(id, why.Error())
 	if err != nil {
-		return line
+		return err
 	}
-	return out
+	select {
+	case a.local <- line:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// initialize re-encodes the host's initialize from the fields the SDK
+// knows (unknown ones could carry what the runner decides, such as an
+// agent's inline MCP server), with the runner's sandbox hook first.
+func (a *relayAgent) initialize(id string, req map[string]any) ([]byte, error) {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var init cc.InitializeRequest
+	if err := json.Unmarshal(raw, &init); err != nil {
+		return nil, fmt.Errorf("%w: initialize: %v", ErrRefused, err)
+	}
+	if a.rewrite != nil {
+		if init.Hooks == nil {
+			init.Hooks = map[string][]cc.HookMatcherConfig{}
+		}
+		init.Hooks[cc.HookPreToolUse] = append([]cc.HookMatcherConfig{{Matcher: "Bash", HookCallbackIDs: []string{sandboxHookID}}}, init.Hooks[cc.HookPreToolUse]...)
+	}
+	return cc.EncodeControlRequest(id, init)
 }
 
 func (a *relayAgent) Prompt(ctx context.Context, prompt json.RawMessage) error {
@@ -157,4 +320,9 @@ func (a *relayAgent) Interrupt(ctx context.Context) error {
 	return a.conn.Write(ctx, line)
 }
 
-func (a *relayAgent) Close() error { return a.conn.Close() }
+func (a *relayAgent) Close() error {
+	err := a.conn.Close()
+	a.stop()
+	a.wg.Wait()
+	return err
+}

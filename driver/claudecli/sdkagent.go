@@ -90,6 +90,9 @@ func (a *sdkAgent) Prompt(ctx context.Context, prompt json.RawMessage) error {
 }
 
 func (a *sdkAgent) Control(ctx context.Context, subtype string, params json.RawMessage) (json.RawMessage, error) {
+	if err := checkControlSubtype(subtype); err != nil {
+		return nil, err
+	}
 	var p map[string]any
 	if len(params) > 0 {
 		if err := json.Unmarshal(params, &p); err != nil {

@@ -44,6 +44,8 @@ type Server struct {
 type turnState struct {
 	mu        sync.Mutex
 	requestID string
+	// relay sessions get the agent's JSON lines embedded as is.
+	relay bool
 }
 
 func (t *turnState) set(id string) {

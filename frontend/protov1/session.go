@@ -2,6 +2,7 @@ package protov1
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
@@ -28,6 +29,7 @@ func (s *Server) open(ctx context.Context, init v1.Init) (*runner.Session, bool,
 	if err != nil {
 		return nil, false, err
 	}
+	s.turn(sess).relay = init.HostControl
 	s.emit(ctx, sess, v1.Ready{SessionID: sess.ID()})
 	sess.Go(s.pump(sess))
 	return sess, false, nil
@@ -49,7 +51,7 @@ func (s *Server) pump(sess *runner.Session) func(context.Context) {
 				}
 				return
 			}
-			buf = v1.AppendMessageLine(buf[:0], 0, turn.get(), out.Line)
+			buf = encodeLine(buf[:0], turn, out.Line)
 			if _, err := sess.Append(ctx, buf); err != nil {
 				s.logger().Warn("could not log agent output", "session", sess.ID(), "err", err)
 			}
@@ -63,6 +65,16 @@ func (s *Server) pump(sess *runner.Session) func(context.Context) {
 			}
 		}
 	}
+}
+
+// encodeLine frames one agent line: embedded as is for relay sessions
+// when it is a JSON object (the host's SDK parses it once), else as the
+// seed protocol's payload string.
+func encodeLine(dst []byte, turn *turnState, line []byte) []byte {
+	if turn.relay && len(line) > 1 && line[0] == '{' && json.Valid(line) {
+		return v1.AppendMessageRaw(dst, 0, turn.get(), line)
+	}
+	return v1.AppendMessageLine(dst, 0, turn.get(), line)
 }
 
 // codeFor maps an open failure to an error frame code; "" means the

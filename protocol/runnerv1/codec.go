@@ -41,11 +41,11 @@ type anyFrame struct {
 	Opts            json.RawMessage `json:"opts"`
 	Subtype         string          `json:"subtype"`
 	Params          json.RawMessage `json:"params"`
-	Line            string          `json:"line"`
 	Seq             uint64          `json:"seq"`
 	SessionID       string          `json:"session_id"`
 	Resumed         bool            `json:"resumed"`
 	Payload         string          `json:"payload"`
+	Line            json.RawMessage `json:"line"`
 	Reason          string          `json:"reason"`
 	Code            string          `json:"code"`
 	Details         string          `json:"details"`
@@ -85,11 +85,15 @@ func (a *anyFrame) frame() (Frame, error) {
 	case TypeStop:
 		return Stop{}, nil
 	case TypeInput:
-		return Input{Line: a.Line}, nil
+		var line string
+		if err := json.Unmarshal(a.Line, &line); len(a.Line) > 0 && err != nil {
+			return nil, frameError(CodeInvalidFrame, "input line must be a string")
+		}
+		return Input{Line: line}, nil
 	case TypeReady:
 		return Ready{Seq: a.Seq, SessionID: a.SessionID, Resumed: a.Resumed}, nil
 	case TypeMessage:
-		return Message{Seq: a.Seq, RequestID: a.RequestID, Payload: a.Payload}, nil
+		return Message{Seq: a.Seq, RequestID: a.RequestID, Payload: a.Payload, Line: a.Line}, nil
 	case TypeDone:
 		return Done{Seq: a.Seq, RequestID: a.RequestID, Reason: a.Reason}, nil
 	case TypeError:
@@ -147,7 +151,7 @@ func isPrompt(raw json.RawMessage) bool {
 
 // Encode marshals a frame with its type.
 func Encode(f Frame) ([]byte, error) {
-	if m, ok := f.(Message); ok {
+	if m, ok := f.(Message); ok && len(m.Line) == 0 {
 		return AppendMessage(nil, m), nil
 	}
 	body, err := json.Marshal(f)
@@ -183,6 +187,54 @@ func AppendMessageLine[P string | []byte](dst []byte, seq uint64, requestID stri
 	dst = append(dst, `,"payload":`...)
 	dst = appendString(dst, payload)
 	return append(dst, '}')
+}
+
+// AppendMessageRaw encodes a message frame that embeds line, a JSON
+// object, as is (relay sessions); seq 0 leaves seq out.
+func AppendMessageRaw(dst []byte, seq uint64, requestID string, line []byte) []byte {
+	dst = append(dst, `{"type":"message"`...)
+	if seq != 0 {
+		dst = append(dst, `,"seq":`...)
+		dst = strconv.AppendUint(dst, seq, 10)
+	}
+	dst = append(dst, `,"request_id":`...)
+	dst = appendString(dst, requestID)
+	dst = append(dst, `,"line":`...)
+	dst = append(dst, line...)
+	return append(dst, '}')
+}
+
+// DecodeRawMessage is the fast path for the frames AppendMessageRaw and
+// WithSeq produce: {"seq":N,"type":"message","request_id":"…","line":…}.
+// It returns ok false for anything else (use Decode); line aliases data
+// and is not validated here.
+func DecodeRawMessage(data []byte) (seq uint64, requestID string, line []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(`{"seq":`))
+	if !ok {
+		return 0, "", nil, false
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	seq, err := strconv.ParseUint(string(rest[:i]), 10, 64)
+	if err != nil {
+		return 0, "", nil, false
+	}
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"type":"message","request_id":"`))
+	if !ok {
+		return 0, "", nil, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return 0, "", nil, false
+	}
+	requestID = string(rest[:end])
+	rest, ok = bytes.CutPrefix(rest[end+1:], []byte(`,"line":`))
+	if !ok || len(rest) < 3 || rest[0] != '{' || rest[len(rest)-1] != '}' || rest[len(rest)-2] != '}' {
+		return 0, "", nil, false
+	}
+	return seq, requestID, rest[:len(rest)-1], true
 }
 
 // WithSeq numbers an encoded frame that was stored without its seq: the

@@ -150,3 +150,48 @@ func TestWithSeqNumbersStoredFrames(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+func TestRawMessageFastPath(t *testing.T) {
+	line := []byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"a\"b"}]}}`)
+	framed := v1.WithSeq(nil, v1.AppendMessageRaw(nil, 0, "q1", line), 7)
+	seq, id, got, ok := v1.DecodeRawMessage(framed)
+	if !ok || seq != 7 || id != "q1" || string(got) != string(line) {
+		t.Fatalf("fast path: %v %d %q %s", ok, seq, id, got)
+	}
+	f, err := v1.Decode(framed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := f.(v1.Message); string(m.AgentLine()) != string(line) || m.Seq != 7 {
+		t.Fatalf("general path: %+v", m)
+	}
+	for _, other := range []string{
+		`{"seq":1,"type":"message","request_id":"q","payload":"x"}`,
+		`{"seq":1,"type":"done","request_id":"q","reason":"completed"}`,
+		`{"seq":x,"type":"message","request_id":"q","line":{}}`,
+		`{"seq":1,"type":"message","request_id":"q\"","line":{}}`,
+	} {
+		if _, _, _, ok := v1.DecodeRawMessage([]byte(other)); ok {
+			t.Errorf("fast path accepted %s", other)
+		}
+	}
+}
+
+func FuzzRawMessageAgreesWithDecode(f *testing.F) {
+	f.Add([]byte(`{"type":"x"}`), "q", uint64(3))
+	f.Fuzz(func(t *testing.T, line []byte, id string, seq uint64) {
+		if !json.Valid(line) || len(line) == 0 || line[0] != '{' || seq == 0 {
+			return
+		}
+		framed := v1.WithSeq(nil, v1.AppendMessageRaw(nil, 0, id, line), seq)
+		s, rid, got, ok := v1.DecodeRawMessage(framed)
+		f, err := v1.Decode(framed)
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", framed, err)
+		}
+		m := f.(v1.Message)
+		if ok && (s != m.Seq || rid != m.RequestID || string(got) != string(m.Line)) {
+			t.Fatalf("fast %d %q %s != %+v", s, rid, got, m)
+		}
+	})
+}

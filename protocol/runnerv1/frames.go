@@ -53,11 +53,22 @@ type Ready struct {
 	Resumed bool `json:"resumed,omitempty"`
 }
 
-// Message carries one line of the agent's output, verbatim, as a string.
+// Message carries one line of the agent's output, verbatim: as a string in
+// Payload, or — in relay (host_control) sessions, for lines that are JSON
+// objects — embedded as is in Line, which spares both ends escaping it.
 type Message struct {
-	Seq       uint64 `json:"seq,omitempty"`
-	RequestID string `json:"request_id"`
-	Payload   string `json:"payload"`
+	Seq       uint64          `json:"seq,omitempty"`
+	RequestID string          `json:"request_id"`
+	Payload   string          `json:"payload,omitempty"`
+	Line      json.RawMessage `json:"line,omitempty"`
+}
+
+// AgentLine is the agent's line, whichever field carries it.
+func (m Message) AgentLine() []byte {
+	if len(m.Line) > 0 {
+		return m.Line
+	}
+	return []byte(m.Payload)
 }
 
 // Done ends a turn.

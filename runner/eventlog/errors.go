@@ -29,6 +29,9 @@ var (
 	// ErrInvalidSession is returned for an empty or too long session name.
 	ErrInvalidSession = errors.New("eventlog: invalid session name")
 
+	// ErrTooLarge is returned by Append for a payload over MaxPayloadLen.
+	ErrTooLarge = errors.New("eventlog: payload too large")
+
 	// ErrLocked is returned by Open when another Log (in this process or
 	// another one) holds the file and the lock timeout expired.
 	ErrLocked = errors.New("eventlog: file is locked by another log")

@@ -21,7 +21,7 @@ import (
 // event is always readable, from memory or from disk. Under load the
 // commits run back to back, each carrying what arrived during the last.
 //
-// Backpressure: every uncommitted event is charged its payload size plus
+// Backpressure: every uncommitted event is charged its record size plus
 // eventOverhead; Append waits (for a commit, ctx, or Close) while the
 // charge would go over MaxPendingBytes.
 //

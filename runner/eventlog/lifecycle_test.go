@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -189,7 +190,7 @@ func TestCloseIsIdempotentAndEverythingAfterFails(t *testing.T) {
 
 func TestBackpressure(t *testing.T) {
 	const payload = 1024
-	l, _ := open(t, Options{MaxPendingBytes: 10 * (payload + eventOverhead)})
+	l, _ := open(t, Options{MaxPendingBytes: 10 * (recordHeader + payload + eventOverhead)})
 	p := make([]byte, payload)
 
 	l.writeMu.Lock() // the flusher cannot commit
@@ -421,4 +422,103 @@ func TestPayloadsAreCopied(t *testing.T) {
 	}
 	check("from disk")
 	check("from disk again")
+}
+
+// TestChaos mixes every operation on a few sessions, with a small
+// retention, and checks that each Read is contiguous and fails only in
+// the documented ways.
+func TestChaos(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	l, path := open(t, Options{MaxEventsPerSession: 300, MaxAge: time.Minute, Now: clock.Now, FlushInterval: 500 * time.Microsecond, MaxPendingBytes: 64 << 10})
+	ctx := context.Background()
+	sessions := []string{"a", "b", "c"}
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	var appended atomic.Int64
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				s := sessions[(w+i)%len(sessions)]
+				if i%7 == 0 {
+					ps := [][]byte{make([]byte, 100), make([]byte, 2000), nil}
+					if _, err := l.AppendBatch(ctx, s, ps); err != nil {
+						t.Error(err)
+						return
+					}
+				} else if _, err := l.Append(ctx, s, make([]byte, i%3000)); err != nil {
+					t.Error(err)
+					return
+				}
+				appended.Add(1)
+			}
+		})
+	}
+	for r := range 3 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				s := sessions[(r+i)%len(sessions)]
+				first, _ := l.First(s)
+				var prev uint64
+				for ev, err := range l.Read(ctx, s, first-1) {
+					if err != nil {
+						if !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrUnknownSession) && !errors.Is(err, ErrAhead) {
+							t.Errorf("Read(%s): %v", s, err)
+						}
+						break
+					}
+					if prev != 0 && ev.Seq != prev+1 {
+						t.Errorf("Read(%s): seq %d after %d", s, ev.Seq, prev)
+						return
+					}
+					prev = ev.Seq
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := 0; time.Now().Before(deadline); i++ {
+			time.Sleep(time.Millisecond)
+			switch i % 50 {
+			case 10:
+				if err := l.Delete(sessions[i%len(sessions)]); err != nil && !errors.Is(err, ErrUnknownSession) {
+					t.Error(err)
+				}
+			case 20:
+				clock.Advance(20 * time.Second)
+				if err := l.Compact(ctx); err != nil {
+					t.Error(err)
+				}
+			case 30:
+				if err := l.SetMeta(sessions[i%len(sessions)], []byte("m")); err != nil {
+					t.Error(err)
+				}
+			default:
+				if err := l.Sync(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	})
+	wg.Wait()
+	want := map[string][2]uint64{}
+	for _, s := range sessions {
+		first, _ := l.First(s)
+		last, _ := l.Last(s)
+		want[s] = [2]uint64{first, last}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d appends", appended.Load())
+	l = reopen(t, path, Options{MaxEventsPerSession: 300})
+	for _, s := range sessions {
+		expectBounds(t, l, s, want[s][0], want[s][1])
+		evs, err := readAll(l, s, want[s][0]-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) > 0 {
+			checkRange(t, evs, want[s][0], want[s][1], nil)
+		}
+	}
 }

@@ -40,6 +40,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -56,6 +57,10 @@ const (
 
 	// MaxSessionLen is the longest session name accepted, in bytes.
 	MaxSessionLen = 1024
+
+	// MaxPayloadLen is the largest payload accepted, in bytes (what a
+	// bbolt value holds, less the event's time).
+	MaxPayloadLen = bolt.MaxValueSize - 8
 
 	// eventOverhead is what one pending event is charged, on top of its
 	// payload, against MaxPendingBytes.
@@ -187,54 +192,21 @@ type sessionState struct {
 	diskFirst uint64 // lowest seq that may still be on disk
 }
 
-// record is one event as it is stored: its key, the big-endian seq, then
-// its value, the big-endian Unix-ns time and the payload. Append builds it
-// in one allocation and the commit hands both parts to bbolt as they are;
-// once in a tail it is never written again.
-type record []byte
-
-const recordHeader = 16
-
-func newRecord(payload []byte) record {
-	r := make(record, recordHeader+len(payload))
-	copy(r[recordHeader:], payload)
-	return r
-}
-
-func (r record) seq() uint64   { return binary.BigEndian.Uint64(r) }
-func (r record) key() []byte   { return r[:8:8] }
-func (r record) value() []byte { return r[8:] }
-func (r record) event() Event  { return decodeEvent(r.seq(), r.value()) }
-func (r record) stamp(seq uint64, t int64) {
-	binary.BigEndian.PutUint64(r[0:8], seq)
-	binary.BigEndian.PutUint64(r[8:16], uint64(t))
-}
-
-// decodeEvent decodes a stored value; the payload is copied.
-func decodeEvent(seq uint64, v []byte) Event {
-	return Event{Seq: seq, Time: time.Unix(0, int64(binary.BigEndian.Uint64(v))), Payload: clone(v[8:])}
-}
-
-var (
-	bucketInfo     = []byte("info")
-	bucketSessions = []byte("sessions")
-	bucketEvents   = []byte("events")
-	keyFormat      = []byte("format")
-	keyMeta        = []byte("meta")
-	formatVersion  = []byte("1")
-)
-
 // Open opens the log at path, creating the file if needed, and applies
 // retention (by count and by age). The directory must exist. A file held
 // by another Log fails with ErrLocked after Options.LockTimeout; a file
 // that is not an event log fails with ErrCorrupt.
 func Open(path string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	bopts := &bolt.Options{
 		Timeout:        opts.LockTimeout,
-		FreelistType:   bolt.FreelistMapType,
-		NoFreelistSync: true,
-	})
+		FreelistType:   bolt.FreelistMapType, // fast with the many free pages retention leaves
+		NoFreelistSync: true,                 // as etcd: less to write per commit, rebuilt on Open
+	}
+	if runtime.GOOS != "windows" { // there it would grow the file; elsewhere it only reserves address space
+		bopts.InitialMmapSize = 256 << 20 // fewer remaps, which wait for readers
+	}
+	db, err := bolt.Open(path, 0o600, bopts)
 	if err != nil {
 		return nil, boltErr("eventlog: open "+path, err)
 	}
@@ -374,6 +346,9 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 	}
 	var charge int64
 	for _, p := range payloads {
+		if len(p) > MaxPayloadLen {
+			return 0, fmt.Errorf("eventlog: append to %q: %w: %d bytes", name, ErrTooLarge, len(p))
+		}
 		r := newRecord(p)
 		recs = append(recs, r)
 		charge += int64(len(r)) + eventOverhead
@@ -545,9 +520,3 @@ func clone(b []byte) []byte {
 	}
 	return bytes.Clone(b)
 }
-
-func seqKey(seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
-}
-
-func seqOf(k []byte) uint64 { return binary.BigEndian.Uint64(k) }

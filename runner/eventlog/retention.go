@@ -122,26 +122,3 @@ func dropBefore(evb *bolt.Bucket, from, to uint64) error {
 	}
 	return nil
 }
-
-// eventsBucket returns the events bucket of a session, nil if the session
-// is not on disk.
-func eventsBucket(root *bolt.Bucket, name string) *bolt.Bucket {
-	sb := root.Bucket([]byte(name))
-	if sb == nil {
-		return nil
-	}
-	return sb.Bucket(bucketEvents)
-}
-
-// sessionBucket returns the bucket of a session, creating it and its
-// events bucket if needed.
-func sessionBucket(root *bolt.Bucket, name string) (*bolt.Bucket, error) {
-	sb, err := root.CreateBucketIfNotExists([]byte(name))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := sb.CreateBucketIfNotExists(bucketEvents); err != nil {
-		return nil, err
-	}
-	return sb, nil
-}

@@ -211,6 +211,13 @@ func (c *conn) read(ws *websocket.Conn) error {
 			}
 			return err
 		}
+		if seq, _, line, ok := v1.DecodeRawMessage(data); ok {
+			// The common case, without a full decode of the frame.
+			if err := c.deliver(seq, line); err != nil {
+				return err
+			}
+			continue
+		}
 		frame, err := v1.Decode(data)
 		if err != nil {
 			c.t.logger().Warn("remote: bad frame from runner", "err", err)
@@ -235,11 +242,7 @@ func (c *conn) handle(frame v1.Frame) error {
 	case v1.Ready:
 		c.setSessionID(f.SessionID)
 	case v1.Message:
-		select {
-		case c.lines <- []byte(f.Payload):
-		case <-c.ctx.Done():
-			return c.ctx.Err()
-		}
+		return c.push(f.AgentLine())
 	case v1.Error:
 		if f.Code == v1.CodeAgentExited {
 			return &RunnerError{Code: f.Code, Details: f.Details}
@@ -247,6 +250,24 @@ func (c *conn) handle(frame v1.Frame) error {
 		c.t.logger().Warn("remote: runner reported an error", "code", f.Code, "details", f.Details)
 	}
 	return nil
+}
+
+// deliver hands on a message line unless it was seen already.
+func (c *conn) deliver(seq uint64, line []byte) error {
+	if seq <= c.lastSeq.Load() {
+		return nil
+	}
+	c.lastSeq.Store(seq)
+	return c.push(line)
+}
+
+func (c *conn) push(line []byte) error {
+	select {
+	case c.lines <- line:
+		return nil
+	case <-c.ctx.Done():
+		return c.ctx.Err()
+	}
 }
 
 func seqOf(f v1.Frame) uint64 {
