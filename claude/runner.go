@@ -58,10 +58,18 @@ func (o *Options) runnerTransport() (transport.Transport, error) {
 		"MCPServers": len(o.MCPServers) > 0, "ExtraArgs": len(o.ExtraArgs) > 0,
 		"SystemPromptFile": o.SystemPromptFile != "", "Continue": o.Continue,
 		"PermissionPromptToolName": o.PermissionPromptToolName != "", "PluginDirs": len(o.PluginDirs) > 0,
+		"SettingSources": o.SettingSources != nil, "Bare": o.Bare,
+		// Not (yet) carried to the runner: refused rather than silently
+		// dropped, which would resume instead of fork, lose the structured
+		// output, the thinking budget, the checkpoints RewindFiles needs …
+		"ForkSession": o.ForkSession, "SessionID": o.SessionID != "", "ResumeSessionAt": o.ResumeSessionAt != "",
+		"JSONSchema": len(o.JSONSchema) > 0, "Thinking": o.Thinking != nil,
+		"EnableFileCheckpointing": o.EnableFileCheckpointing, "IncludeHookEvents": o.IncludeHookEvents,
+		"AllowDangerouslySkipPermissions": o.AllowDangerouslySkipPermissions,
 	}
 	for name, set := range local {
 		if set {
-			return nil, fmt.Errorf("%w: %s is decided by the runner", ErrInvalidOptions, name)
+			return nil, fmt.Errorf("%w: %s is not available with a runner (the runner decides it, or does not support it yet)", ErrInvalidOptions, name)
 		}
 	}
 	for _, d := range o.AddDirs {

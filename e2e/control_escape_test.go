@@ -28,7 +28,7 @@ func TestRealCLIRunnerControlEscapes(t *testing.T) {
 	}
 	flagSettings := func() map[string]any {
 		return map[string]any{"hooks": map[string]any{cc.HookPreToolUse: []any{map[string]any{
-			"matcher": "Bash", "hooks": []any{map[string]any{"type": "command", "command": l.connectScript() + " >/dev/null"}},
+			"matcher": "Bash", "hooks": []any{map[string]any{"type": "command", "command": "/bin/bash -c '" + l.connectScript() + "' >/dev/null"}},
 		}}}}
 	}
 	// waitNoConnection gives a started command time to connect.
@@ -141,19 +141,28 @@ func relaySeed(t *testing.T, tr *testRunner, opts map[string]any) *seedClient {
 		if f["type"] == "error" {
 			t.Fatalf("initialize: %v", f)
 		}
-		if p, _ := f["payload"].(string); f["type"] == "message" && json.Valid([]byte(p)) {
-			var line struct {
-				Type     string `json:"type"`
-				Response struct {
-					RequestID string `json:"request_id"`
-				} `json:"response"`
-			}
-			_ = json.Unmarshal([]byte(p), &line)
-			if line.Type == "control_response" && line.Response.RequestID == "init1" {
+		if line := agentLine(f); line != nil && line["type"] == "control_response" {
+			if resp, _ := line["response"].(map[string]any); resp["request_id"] == "init1" {
 				return c
 			}
 		}
 	}
+}
+
+// agentLine is the agent's line a message frame carries: a JSON string in
+// payload (the seed's form), or in relay sessions the object itself in line.
+func agentLine(f map[string]any) map[string]any {
+	if f["type"] != "message" {
+		return nil
+	}
+	if l, ok := f["line"].(map[string]any); ok {
+		return l
+	}
+	var l map[string]any
+	if p, ok := f["payload"].(string); ok && json.Unmarshal([]byte(p), &l) == nil {
+		return l
+	}
+	return nil
 }
 
 func (c *seedClient) input(line string) {

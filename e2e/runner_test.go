@@ -108,7 +108,7 @@ func startRunnerEnv(t *testing.T, withSandbox bool, extraEnv map[string]string) 
 			t.Errorf("runner shutdown: %v", err)
 		}
 		_ = fake.Close()
-		if t.Failed() {
+		if t.Failed() || os.Getenv("TETHER_E2E_RUNNER_LOG") != "" {
 			t.Logf("runner log:\n%s", tr.logs.String())
 		}
 		_ = os.RemoveAll(base)

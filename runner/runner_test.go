@@ -20,9 +20,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeDriver starts fakeAgents; Start waits for gate when it is set.
+// fakeDriver starts fakeAgents; Start waits for gate when it is set (and,
+// with gateWorkspace set, only in that workspace).
 type fakeDriver struct {
-	gate    chan struct{}
+	gate          chan struct{}
+	gateWorkspace string
 	started atomic.Int32
 	mu      sync.Mutex
 	agents  []*fakeAgent
@@ -38,7 +40,7 @@ func (d *fakeDriver) Validate(opts json.RawMessage) error {
 
 func (d *fakeDriver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent, error) {
 	d.started.Add(1)
-	if d.gate != nil {
+	if d.gate != nil && (d.gateWorkspace == "" || filepath.Base(spec.Workspace) == d.gateWorkspace) {
 		select {
 		case <-d.gate:
 		case <-ctx.Done():
@@ -215,7 +217,7 @@ func TestResumeWhileStarting(t *testing.T) {
 // A session whose agent is still starting when Shutdown begins is ended,
 // not leaked.
 func TestShutdownDuringOpen(t *testing.T) {
-	drv := &fakeDriver{gate: make(chan struct{})}
+	drv := &fakeDriver{gate: make(chan struct{}), gateWorkspace: "w"}
 	f := newFixture(t, drv, time.Minute)
 	opened := make(chan error, 1)
 	go func() {
@@ -232,15 +234,15 @@ func TestShutdownDuringOpen(t *testing.T) {
 		shut <- f.r.Shutdown(ctx)
 	}()
 	// Shutdown waits for the Open; new ones are refused meanwhile.
-	for {
-		_, err := f.r.Open(context.Background(), runner.OpenRequest{WorkspaceID: "v"})
+	for i := 0; ; i++ {
+		s, err := f.r.Open(context.Background(), runner.OpenRequest{WorkspaceID: fmt.Sprint("v", i)})
 		if errors.Is(err, runner.ErrShuttingDown) {
 			break
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond) // Shutdown has not begun yet
+		s.End("Shutdown has not begun yet")
 	}
 	close(drv.gate)
 	if err := <-opened; !errors.Is(err, runner.ErrShuttingDown) {
@@ -345,6 +347,12 @@ func TestEventsExactlyOnce(t *testing.T) {
 	}
 	const total = 3000
 	const readers = 8
+	next := 1
+	for ; next <= total/4; next++ { // readers start from seqs that exist
+		if _, err := s.Append(context.Background(), fmt.Appendf(nil, "event %d", next)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, readers)
 	for i := range readers {
@@ -371,7 +379,6 @@ func TestEventsExactlyOnce(t *testing.T) {
 	}
 	var mu sync.Mutex // payloads name their seq: append one at a time
 	var appenders sync.WaitGroup
-	next := 1
 	for range 4 {
 		appenders.Add(1)
 		go func() {

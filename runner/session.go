@@ -43,8 +43,11 @@ func newSession(r *Runner, id, workspaceID string, ws *workspace.Workspace, agen
 	}
 	close(s.idle)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	// Nobody is attached yet: the grace period runs from the start.
+	// Nobody is attached yet: the grace period runs from the start. The
+	// timer's function reads s.grace (End stops it): set it under mu.
+	s.mu.Lock()
 	s.grace = time.AfterFunc(r.cfg.GracePeriod, s.graceExpired)
+	s.mu.Unlock()
 	return s
 }
 

@@ -85,6 +85,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer parts.log.Close()
+	defer parts.proxy.Close()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("server: listen: %w", err)
@@ -181,6 +182,7 @@ type parts struct {
 	runner *runner.Runner
 	log    *eventlog.Log
 	v1     *protov1.Server
+	proxy  *apiProxy
 
 	handlers       handlers
 	cancelRequests context.CancelFunc
@@ -204,23 +206,30 @@ func assemble(cfg Config, log *slog.Logger) (*parts, error) {
 		elog.Close()
 		return nil, err
 	}
-	drv, err := claudecli.New(driverConfig(cfg, log))
+	env, proxy, err := secretsBehindProxy(cfg, agentEnv(cfg.AgentEnv), log)
 	if err != nil {
+		elog.Close()
+		return nil, err
+	}
+	drv, err := claudecli.New(driverConfig(cfg, env, log))
+	if err != nil {
+		proxy.Close()
 		elog.Close()
 		return nil, err
 	}
 	r, err := runner.New(runner.Config{Log: elog, Workspaces: ws, Driver: drv, GracePeriod: cfg.GracePeriod,
 		MaxSessions: cfg.MaxSessions, Logger: log})
 	if err != nil {
+		proxy.Close()
 		elog.Close()
 		return nil, err
 	}
 	v1 := &protov1.Server{Runner: r, MaxFrameSize: cfg.MaxFrameSize, Logger: log}
-	return &parts{runner: r, log: elog, v1: v1}, nil
+	return &parts{runner: r, log: elog, v1: v1, proxy: proxy}, nil
 }
 
-func driverConfig(cfg Config, log *slog.Logger) claudecli.Config {
-	dc := claudecli.Config{CLIPath: cfg.CLIPath, Env: agentEnv(cfg.AgentEnv), Logger: log,
+func driverConfig(cfg Config, env map[string]string, log *slog.Logger) claudecli.Config {
+	dc := claudecli.Config{CLIPath: cfg.CLIPath, Env: env, Logger: log,
 		InitializeTimeout: cfg.InitializeTimeout}
 	if cfg.Sandbox {
 		dc.Sandbox = &claudecli.SandboxConfig{

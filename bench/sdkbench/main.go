@@ -61,7 +61,7 @@ func runMain(args []string) int {
 	fs.StringVar(&f.altBin, "alt-bin", "", "A/B: another sdkbench binary (e.g. built against a patched SDK) run as an extra Go row in every perf case")
 	fs.StringVar(&f.altLabel, "alt-label", "alt build", "how the -alt-bin row is described")
 	fs.StringVar(&f.from, "from", "", "run nothing: print the tables of an earlier run's JSONL file")
-	fs.BoolVar(&f.floorsAll, "all-floors", true, "run all four floors (devnull, cat, split, readline); false: devnull and readline only")
+	fs.BoolVar(&f.floorsAll, "all-floors", true, "also run the fake | cat floor (devnull, split and readline always run)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sdkbench [flags]\n       sdkbench consume [flags]   (one Go consumer run; see sdkbench consume -h)\n\n")
 		fs.PrintDefaults()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -450,5 +449,3 @@ func concat(parts ...[]string) []string {
 }
 
 func fmtInt(x float64) string { return strconv.FormatInt(int64(x), 10) }
-
-var _ io.Writer = (*tail)(nil)

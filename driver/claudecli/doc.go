@@ -10,4 +10,10 @@
 // stdout line goes to the host and the host's lines go to stdin, except the
 // runner's own sandbox hook, which the driver adds to initialize and answers
 // itself.
+//
+// Either way the runner's policy holds: hosts may send only the control
+// requests in hostControlSubtypes and (relay) only the line types in
+// hostLineTypes, every Bash input a relay host answers with is sandboxed
+// like the model's own, and the CLI reads no settings or MCP configuration
+// files, which the agent itself could write.
 package claudecli

@@ -103,6 +103,8 @@ func (a *relayAgent) Next(ctx context.Context) (runner.Output, error) {
 	case o = <-a.out:
 	case <-ctx.Done():
 		return runner.Output{}, ctx.Err()
+	case <-a.ctx.Done():
+		return runner.Output{}, transport.ErrClosed
 	}
 	if errors.Is(o.err, io.EOF) {
 		return runner.Output{}, ErrAgentEnded

@@ -27,7 +27,7 @@ func (c *conn) run(ctx context.Context) {
 		c.refuse(ctx, err)
 		return
 	}
-	sess, resumed, err := c.srv.open(ctx, init)
+	sess, resumed, after, err := c.srv.open(ctx, init)
 	if err != nil {
 		c.refuse(ctx, err)
 		return
@@ -45,7 +45,7 @@ func (c *conn) run(ctx context.Context) {
 	go c.ping(ctx)
 	written := make(chan error, 1)
 	go func() {
-		err := c.writeEvents(ctx, sess, init.LastSeq)
+		err := c.writeEvents(ctx, sess, after)
 		if errors.Is(err, errSessionOver) {
 			// Everything is sent: close cleanly, which also ends the read.
 			_ = c.ws.Close(websocket.StatusNormalClosure, "session ended")

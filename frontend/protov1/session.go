@@ -12,27 +12,35 @@ import (
 )
 
 // open attaches to a live session (resumed) or starts one: new, or an
-// ended one restarted from its log.
-func (s *Server) open(ctx context.Context, init v1.Init) (*runner.Session, bool, error) {
+// ended one restarted from its log. after is the seq the connection's
+// stream starts after: the host's last_seq when it reconnects; for a
+// restarted session that the host resumes afresh (last_seq 0), the end of
+// the old log — its frames belong to the earlier connection, and the agent
+// itself carries the conversation on.
+func (s *Server) open(ctx context.Context, init v1.Init) (sess *runner.Session, resumed bool, after uint64, err error) {
 	if init.Resume != "" {
 		if sess, ok := s.Runner.Lookup(init.Resume); ok {
 			if init.WorkspaceID != "" && init.WorkspaceID != sess.WorkspaceID() {
-				return nil, false, runner.ErrWorkspaceMismatch
+				return nil, false, 0, runner.ErrWorkspaceMismatch
 			}
-			return sess, true, nil
+			return sess, true, init.LastSeq, nil
 		}
 	}
-	sess, err := s.Runner.Open(ctx, runner.OpenRequest{
+	sess, err = s.Runner.Open(ctx, runner.OpenRequest{
 		WorkspaceID: init.WorkspaceID, Options: init.SessionOpts,
 		Relay: init.HostControl, Resume: init.Resume,
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
+	}
+	after = init.LastSeq
+	if init.Resume != "" && after == 0 {
+		after, _ = s.Runner.LastSeq(sess.ID())
 	}
 	s.turn(sess).relay = init.HostControl
 	s.emit(ctx, sess, v1.Ready{SessionID: sess.ID()})
 	sess.Go(s.pump(sess))
-	return sess, false, nil
+	return sess, false, after, nil
 }
 
 // pump turns the agent's output into frames for the session's life.

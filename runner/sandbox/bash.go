@@ -29,20 +29,37 @@ func BashCommand(p Policy, command string) string {
 	if err != nil {
 		bash = "/bin/bash"
 	}
-	words := append(nestedArgs(bwrap), bash, "-c", command)
-	quoted := make([]string, len(words))
-	for i, w := range words {
-		quoted[i] = shellQuote(w)
+	var b strings.Builder
+	for _, w := range nestedArgs(bwrap) {
+		b.WriteString(shellQuote(w))
+		b.WriteByte(' ')
 	}
-	return strings.Join(quoted, " ")
+	// The command gets only harmless variables, expanded from the agent's
+	// environment by the shell that runs this line: the agent's API key
+	// and the like stay out of the tool's reach.
+	for _, name := range toolEnv {
+		b.WriteString(`--setenv ` + name + ` "$` + name + `" `)
+	}
+	for _, w := range []string{"--", bash, "-c", command} {
+		b.WriteString(shellQuote(w))
+		b.WriteByte(' ')
+	}
+	return strings.TrimSuffix(b.String(), " ")
 }
 
-// nestedArgs is the nested sandbox, up to the command: a new user
+// toolEnv are the variables a tool command keeps.
+var toolEnv = [...]string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "SHELL"}
+
+// nestedArgs is the nested sandbox, up to its environment: a new user
 // namespace (the agent has no capabilities to make the network namespace
 // otherwise) and network namespace, everything else seen as it is outside
-// (--dev-bind keeps /dev usable), dying with its parent.
+// (--dev-bind keeps /dev usable), dying with its parent. A pid namespace
+// with its own /proc would be better still, but a fresh procfs cannot be
+// mounted under a masked /proc (as in containers); secrets are kept out of
+// the agent's environment instead (see the driver's API proxy).
 func nestedArgs(bwrap string) []string {
-	return []string{bwrap, "--unshare-user", "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/", "--"}
+	return []string{bwrap, "--unshare-user", "--unshare-net", "--die-with-parent",
+		"--dev-bind", "/", "/", "--clearenv"}
 }
 
 // shellQuote makes s one POSIX shell word: inside single quotes nothing is
