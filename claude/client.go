@@ -53,7 +53,8 @@ type Client struct {
 	sessionID string
 	totals    Totals
 	liveTasks map[string]bool
-	lastMsg   Message
+
+	lastFailedResult atomic.Bool
 
 	receiving atomic.Bool
 	closeOnce sync.Once
@@ -163,8 +164,10 @@ func (c *Client) initializeTimeout() time.Duration {
 	return d
 }
 
-// readLoop is the only reader of the connection: it answers control
-// traffic itself and queues everything else for the consumer.
+// readLoop is the only reader of the connection. It answers control
+// traffic itself, decoding only those lines; every other line is queued
+// as it came and decoded by the receiving goroutine, so decoding runs in
+// parallel with reading instead of on its critical path.
 func (c *Client) readLoop() {
 	defer close(c.readerDone)
 	for {
@@ -177,12 +180,20 @@ func (c *Client) readLoop() {
 			c.finish(err)
 			return
 		}
-		msg, err := cc.Parse(line)
-		if err != nil {
-			c.reportLineError(err)
-			continue
+		switch typ := cc.PeekType(line); typ {
+		case cc.TypeControlRequest, cc.TypeControlResponse, cc.TypeControlCancelRequest:
+			msg, err := cc.Parse(line)
+			if err != nil {
+				c.reportLineError(err)
+				continue
+			}
+			c.route(msg)
+		case cc.TypeKeepAlive, cc.TypeTranscriptMirror:
+		default:
+			c.noteResult(typ, line)
+			// After Close began nobody listens: drop, keep draining.
+			_ = c.queue.push(c.pushCtx, queued{line: line})
 		}
-		c.route(msg)
 	}
 }
 
@@ -196,15 +207,21 @@ func (c *Client) route(msg Message) {
 		c.startInbound(m)
 	case *cc.ControlCancelRequest:
 		c.cancelInbound(m.RequestID)
-	case *cc.KeepAlive:
-	default:
-		if msg.Type() == cc.TypeTranscriptMirror {
-			return
-		}
-		c.observe(msg)
-		// After Close began nobody listens: drop, keep draining.
-		_ = c.queue.push(c.pushCtx, queued{msg: msg})
 	}
+}
+
+// noteResult remembers whether the last message line was a failed result:
+// the CLI exits 1 after one, which is then no error of its own.
+func (c *Client) noteResult(typ string, line []byte) {
+	failed := false
+	if typ == cc.TypeResult {
+		var r struct {
+			IsError bool `json:"is_error"`
+		}
+		_ = json.Unmarshal(line, &r)
+		failed = r.IsError
+	}
+	c.lastFailedResult.Store(failed)
 }
 
 func (c *Client) reportLineError(err error) {
@@ -221,7 +238,7 @@ func (c *Client) finish(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, transport.ErrClosed), errors.Is(err, context.Canceled):
 		err = nil
-	case errors.As(err, &exit) && c.endedWithFailedResult():
+	case errors.As(err, &exit) && c.lastFailedResult.Load():
 		// The CLI exits 1 after an is_error result; the result says why.
 		err = nil
 	}
@@ -233,18 +250,11 @@ func (c *Client) finish(err error) {
 	c.queue.close()
 }
 
-func (c *Client) endedWithFailedResult() bool {
-	c.state.Lock()
-	defer c.state.Unlock()
-	r, ok := c.lastMsg.(*ResultMessage)
-	return ok && r.IsError
-}
-
-// observe tracks session id, totals and background tasks.
+// observe tracks session id, totals and background tasks, as messages
+// are received.
 func (c *Client) observe(msg Message) {
 	c.state.Lock()
 	defer c.state.Unlock()
-	c.lastMsg = msg
 	switch m := msg.(type) {
 	case *SystemMessage:
 		if m.SessionID != "" {

@@ -20,9 +20,10 @@ const (
 	queueMaxBytes = 4 << 20
 )
 
+// queued is a line still to decode, or the error that ends the stream.
 type queued struct {
-	msg Message
-	err error
+	line []byte
+	err  error
 }
 
 // messageQueue is a bounded FIFO with context-aware waits.
@@ -48,12 +49,7 @@ func signal(ch chan struct{}) {
 	}
 }
 
-func size(q queued) int {
-	if q.msg == nil {
-		return 0
-	}
-	return len(q.msg.Raw())
-}
+func size(q queued) int { return len(q.line) }
 
 // push waits for room; an empty queue always takes one item, however big.
 func (q *messageQueue) push(ctx context.Context, it queued) error {

@@ -70,10 +70,20 @@ func (c *Client) receive(ctx context.Context, untilResult bool) iter.Seq2[Messag
 				}
 				return
 			}
-			if !yield(it.msg, it.err) || it.err != nil {
+			if it.err != nil {
+				yield(nil, it.err)
 				return
 			}
-			if _, isResult := it.msg.(*ResultMessage); isResult && untilResult {
+			msg, err := cc.Parse(it.line)
+			if err != nil {
+				c.reportLineError(err)
+				continue
+			}
+			c.observe(msg)
+			if !yield(msg, nil) {
+				return
+			}
+			if _, isResult := msg.(*ResultMessage); isResult && untilResult {
 				return
 			}
 		}

@@ -85,6 +85,7 @@ func (c *Command) start() (*commandConn, error) {
 		closeAll(stdinR, stdinW)
 		return nil, err
 	}
+	growPipe(stdoutR)
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW)
@@ -280,11 +281,16 @@ func (c *commandConn) Read(ctx context.Context) ([]byte, error) {
 	if c.endErr != nil {
 		return nil, c.endErr
 	}
-	// A read deadline in the past wakes the blocked read; the ndjson reader
-	// keeps any partial line, so the next Read continues it.
-	stop := deadlineOnDone(ctx, c.stdout.SetReadDeadline)
-	line, err := c.reader.ReadLine()
-	stop()
+	// A line already buffered needs no read, and so no deadline: the
+	// common case when the agent writes faster than it is read.
+	line, err, ok := c.reader.Buffered()
+	if !ok {
+		// A read deadline in the past wakes the blocked read; the ndjson
+		// reader keeps any partial line, so the next Read continues it.
+		stop := deadlineOnDone(ctx, c.stdout.SetReadDeadline)
+		line, err = c.reader.ReadLine()
+		stop()
+	}
 	switch {
 	case err == nil:
 		return line, nil

@@ -262,11 +262,21 @@ func payloadType(f map[string]any) string {
 		Type    string `json:"type"`
 		Subtype string `json:"subtype"`
 	}
-	_ = json.Unmarshal([]byte(str(f, "payload")), &p)
+	_ = json.Unmarshal(agentLine(f), &p)
 	if p.Subtype != "" {
 		return p.Type + "/" + p.Subtype
 	}
 	return p.Type
+}
+
+// agentLine is the agent's line a message frame carries: the payload
+// string, or (relay sessions) the line embedded as is.
+func agentLine(f map[string]any) []byte {
+	if line, ok := f["line"]; ok {
+		b, _ := json.Marshal(line)
+		return b
+	}
+	return []byte(str(f, "payload"))
 }
 
 // eventually polls cond until it holds or the deadline passes.

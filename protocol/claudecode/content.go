@@ -145,7 +145,7 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	var raws []rawView
-	if err := json.Unmarshal(data, &raws); err != nil {
+	if err := decode(data, &raws); err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
 	out := make(Content, 0, len(raws))
@@ -162,7 +162,7 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 
 func decodeBlock(raw rawView) (ContentBlock, error) {
 	var a anyBlock
-	if err := json.Unmarshal(raw, &a); err != nil {
+	if err := decode(raw, &a); err != nil {
 		return nil, fmt.Errorf("content block: %w", err)
 	}
 	switch a.Type {

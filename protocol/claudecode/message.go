@@ -75,7 +75,7 @@ func Parse(line []byte) (Message, error) {
 		typ = probe.Type
 	}
 	msg := newMessage(typ)
-	if err := json.Unmarshal(line, msg); err != nil {
+	if err := decode(line, msg); err != nil {
 		return nil, parseError(line, err)
 	}
 	msg.setRaw(line)

@@ -102,6 +102,22 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	}
 }
 
+// Buffered returns the next line if it is already in the buffer, without
+// reading: ok is false when a read would be needed. Callers use it to skip
+// the cost of arming a read deadline when no read will block.
+func (r *Reader) Buffered() (line []byte, err error, ok bool) {
+	for {
+		i := bytes.IndexByte(r.buf[r.start+r.scan:r.end], '\n')
+		if i < 0 {
+			r.scan = r.end - r.start
+			return nil, nil, false
+		}
+		if line, err, ok := r.take(r.start + r.scan + i); ok {
+			return line, err, true
+		}
+	}
+}
+
 // take consumes buf[start:lineEnd] and its newline. ok is false for a line
 // that yields nothing (blank), so the caller keeps looking.
 func (r *Reader) take(lineEnd int) (line []byte, err error, ok bool) {

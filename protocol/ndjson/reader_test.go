@@ -191,3 +191,30 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestBufferedNeverReads(t *testing.T) {
+	r := NewReader(iotest.HalfReader(strings.NewReader("a\n\nb\nc")), 0)
+	if _, _, ok := r.Buffered(); ok {
+		t.Fatal("Buffered returned a line before any read")
+	}
+	first, err := r.ReadLine()
+	if err != nil || string(first) != "a" {
+		t.Fatalf("ReadLine = %q, %v", first, err)
+	}
+	var got []string
+	for {
+		line, err, ok := r.Buffered()
+		if !ok {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(line))
+	}
+	rest, _ := readAll(t, r)
+	all := append(got, rest...)
+	if strings.Join(all, ",") != "b" {
+		t.Fatalf("after a: buffered %q then read %q", got, rest)
+	}
+}

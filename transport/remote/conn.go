@@ -196,9 +196,14 @@ func (c *conn) loop(ws *websocket.Conn, first v1.Frame) {
 	}
 }
 
+// errSessionEnded: the runner closed the connection normally, which it
+// does once the session is over. A connection that merely drops (EOF
+// without a close frame) is not that: it is resumed.
+var errSessionEnded = errors.New("remote: the session ended")
+
 func isTerminal(err error) bool {
 	var re *RunnerError
-	return errors.Is(err, io.EOF) || errors.As(err, &re) || errors.Is(err, ErrUnauthorized)
+	return errors.Is(err, errSessionEnded) || errors.As(err, &re) || errors.Is(err, ErrUnauthorized)
 }
 
 // read delivers message payloads until the connection fails.
@@ -207,7 +212,7 @@ func (c *conn) read(ws *websocket.Conn) error {
 		_, data, err := ws.Read(c.ctx)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
-				return io.EOF // the session is over
+				return errSessionEnded
 			}
 			return err
 		}
@@ -360,7 +365,7 @@ func (c *conn) Read(ctx context.Context) ([]byte, error) {
 			return line, nil
 		default:
 		}
-		if c.termErr == nil || errors.Is(c.termErr, io.EOF) || c.ctx.Err() != nil {
+		if c.termErr == nil || errors.Is(c.termErr, errSessionEnded) || c.ctx.Err() != nil {
 			return nil, io.EOF
 		}
 		return nil, c.termErr

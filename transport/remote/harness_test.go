@@ -2,7 +2,6 @@ package remote_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/internal/mockclaude"
+	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/workspace"
@@ -106,15 +106,12 @@ func (tr *testRunner) payloads(id string) []string {
 		if err != nil {
 			tr.t.Fatal(err)
 		}
-		var f struct {
-			Type    string `json:"type"`
-			Payload string `json:"payload"`
+		f, err := v1.Decode(ev.Payload)
+		if err != nil {
+			tr.t.Fatalf("logged frame %d: %v", ev.Seq, err)
 		}
-		if err := json.Unmarshal(ev.Payload, &f); err != nil {
-			tr.t.Fatal(err)
-		}
-		if f.Type == "message" {
-			out = append(out, f.Payload)
+		if m, ok := f.(v1.Message); ok {
+			out = append(out, string(m.AgentLine()))
 		}
 	}
 	return out

@@ -277,8 +277,8 @@ func TestPermissionRequestSurvivesDisconnects(t *testing.T) {
 // session; the transport's reconnect restarts it, and the frames logged
 // while away (replayed before the new ready) still reach the SDK.
 func TestSDKResumesRestartedSession(t *testing.T) {
-	const grace = 500 * time.Millisecond
-	tr := startRunner(t, runnerOpts{scenario: "slow", grace: grace, env: map[string]string{mockclaude.EnvDelayMS: "20"}})
+	const grace = 2 * time.Second // longer than the turn (0.5 s)
+	tr := startRunner(t, runnerOpts{scenario: "slow", grace: grace, env: map[string]string{mockclaude.EnvDelayMS: "10"}})
 	px := startProxy(t, tr.addr, 1)
 	var health healthLog
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
