@@ -17,6 +17,10 @@ import (
 // DefaultGracePeriod is how long a session outlives its connection.
 const DefaultGracePeriod = 60 * time.Second
 
+// interruptTimeout bounds the interrupt Shutdown sends to a turn still
+// running at its deadline, and the wait for the turn's end after it.
+const interruptTimeout = time.Second
+
 var (
 	// ErrTooManySessions: the runner is at Config.MaxSessions.
 	ErrTooManySessions = errors.New("runner: too many sessions")
@@ -100,6 +104,9 @@ func (r *Runner) Lookup(id string) (*Session, bool) {
 // Open starts a session: it checks limits, takes the workspace, records
 // the session and starts its agent.
 func (r *Runner) Open(ctx context.Context, req OpenRequest) (*Session, error) {
+	if r.ShuttingDown() {
+		return nil, ErrShuttingDown // before the log, which may be closed already
+	}
 	id, meta, err := r.prepare(req)
 	if err != nil {
 		return nil, err
@@ -138,8 +145,13 @@ func (r *Runner) prepare(req OpenRequest) (string, sessionMeta, error) {
 		return newSessionID(), sessionMeta{WorkspaceID: req.WorkspaceID, Options: req.Options, Relay: req.Relay}, nil
 	}
 	raw, err := r.cfg.Log.Meta(req.Resume)
-	if err != nil {
+	switch {
+	case errors.Is(err, eventlog.ErrUnknownSession), errors.Is(err, eventlog.ErrInvalidSession):
 		return "", sessionMeta{}, fmt.Errorf("%w: %s", ErrSessionNotFound, req.Resume)
+	case err != nil:
+		// Not "not found": the log failed (or is closed, the runner
+		// stopping); the session may well be there.
+		return "", sessionMeta{}, fmt.Errorf("runner: session %s: %w", req.Resume, err)
 	}
 	var meta sessionMeta
 	if err := json.Unmarshal(raw, &meta); err != nil {
@@ -219,6 +231,14 @@ func (r *Runner) start(ctx context.Context, id string, meta sessionMeta, resume 
 	return newSession(r, id, meta.WorkspaceID, ws, agent), nil
 }
 
+// ShuttingDown reports whether Shutdown has begun: sessions that end now
+// end because the runner stops, and may be resumed from its log later.
+func (r *Runner) ShuttingDown() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closing
+}
+
 // Sessions returns the live sessions.
 func (r *Runner) Sessions() []*Session {
 	r.mu.Lock()
@@ -257,6 +277,19 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 			select {
 			case <-s.Idle():
 			case <-ctx.Done():
+				// Out of time: interrupt the turn, so the agent stops now
+				// (and keeps a consistent conversation for a resume)
+				// instead of running on until its exit grace is over.
+				// Its end (an interrupted result) is logged if it comes
+				// soon.
+				ictx, cancel := context.WithTimeout(context.Background(), interruptTimeout)
+				if s.agent.Interrupt(ictx) == nil {
+					select {
+					case <-s.Idle():
+					case <-ictx.Done():
+					}
+				}
+				cancel()
 			}
 			s.End("runner shutting down")
 		}()

@@ -25,10 +25,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fakeDriver struct {
 	gate          chan struct{}
 	gateWorkspace string
-	started atomic.Int32
-	mu      sync.Mutex
-	agents  []*fakeAgent
-	specs   []runner.AgentSpec
+	started       atomic.Int32
+	mu            sync.Mutex
+	agents        []*fakeAgent
+	specs         []runner.AgentSpec
 }
 
 func (d *fakeDriver) Validate(opts json.RawMessage) error {
@@ -356,7 +356,7 @@ func TestEventsExactlyOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, readers)
 	for i := range readers {
-		after := uint64(i * total / readers / 2)
+		after := uint64(i * (total / 4) / readers)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

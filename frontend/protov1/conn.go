@@ -35,7 +35,11 @@ func (c *conn) run(ctx context.Context) {
 	c.log = c.log.With("session", sess.ID())
 	detach := sess.Attach()
 	defer detach()
-	ctx, cancel := context.WithCancel(ctx)
+	// From here the connection lives as long as its host and its session
+	// do, not as long as the request's context: a server that cancels its
+	// requests while stopping would otherwise cut the clean close that the
+	// session's end starts (a cancelled read drops the WebSocket at once).
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	if resumed {
 		if err := c.sendReady(ctx, sess); err != nil {
@@ -48,7 +52,13 @@ func (c *conn) run(ctx context.Context) {
 		err := c.writeEvents(ctx, sess, after)
 		if errors.Is(err, errSessionOver) {
 			// Everything is sent: close cleanly, which also ends the read.
-			_ = c.ws.Close(websocket.StatusNormalClosure, "session ended")
+			// A session ended by the runner's shutdown is not over for
+			// the host: "going away" tells it to come back and resume.
+			code, reason := websocket.StatusNormalClosure, "session ended"
+			if c.srv.Runner.ShuttingDown() {
+				code, reason = websocket.StatusGoingAway, "runner shutting down"
+			}
+			_ = c.ws.Close(code, reason)
 		}
 		written <- err
 	}()

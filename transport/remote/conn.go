@@ -305,7 +305,10 @@ func (c *conn) reconnect() (*websocket.Conn, v1.Frame, error) {
 		}
 		last = err
 		var re *RunnerError
-		if errors.As(err, &re) || errors.Is(err, ErrUnauthorized) || c.ctx.Err() != nil {
+		if errors.As(err, &re) && re.Code == v1.CodeShuttingDown {
+			re = nil // a runner on its way out: its successor resumes the session
+		}
+		if re != nil || errors.Is(err, ErrUnauthorized) || c.ctx.Err() != nil {
 			return nil, nil, err
 		}
 		t := time.NewTimer(wait)

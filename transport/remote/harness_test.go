@@ -40,6 +40,7 @@ type testRunner struct {
 	runner *runner.Runner
 	log    *eventlog.Log
 	root   string
+	stop   func() // shuts the runner down (also at cleanup)
 }
 
 type runnerOpts struct {
@@ -47,11 +48,15 @@ type runnerOpts struct {
 	grace    time.Duration
 	env      map[string]string
 	wrap     func(http.Handler) http.Handler
+	dir      string // data directory to reuse (a restart); "" = new
 }
 
 func startRunner(t *testing.T, o runnerOpts) *testRunner {
 	t.Helper()
-	dir := t.TempDir()
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	elog, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +88,7 @@ func startRunner(t *testing.T, o runnerOpts) *testRunner {
 	mux := http.NewServeMux()
 	mux.Handle("/sessions", h)
 	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := r.Shutdown(ctx); err != nil {
@@ -92,7 +97,8 @@ func startRunner(t *testing.T, o runnerOpts) *testRunner {
 		srv.Close()
 		elog.Close()
 	})
-	return &testRunner{t: t, addr: strings.TrimPrefix(srv.URL, "http://"), runner: r, log: elog, root: dir}
+	t.Cleanup(stop)
+	return &testRunner{t: t, addr: strings.TrimPrefix(srv.URL, "http://"), runner: r, log: elog, root: dir, stop: stop}
 }
 
 func (tr *testRunner) url() string { return "ws://" + tr.addr + "/sessions" }
@@ -183,7 +189,10 @@ func (p *proxy) accept() {
 			c.Close()
 			continue
 		}
-		s, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		s, err := net.Dial("tcp", target)
 		if err != nil {
 			c.Close()
 			continue
@@ -299,6 +308,13 @@ func (p *proxy) killAll() {
 	for _, pr := range prs {
 		p.cut(pr)
 	}
+}
+
+// setTarget sends new connections elsewhere (a restarted runner).
+func (p *proxy) setTarget(addr string) {
+	p.mu.Lock()
+	p.target = addr
+	p.mu.Unlock()
 }
 
 func (p *proxy) setPaused(v bool) {

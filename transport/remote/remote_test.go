@@ -412,3 +412,49 @@ func TestRefused(t *testing.T) {
 	}
 	conn.Close()
 }
+
+// A runner that restarts (deploy, crash-free shutdown) tells its hosts it
+// is going away; the transport keeps trying, the new runner resumes the
+// session from its log, and the SDK goes on without an error.
+func TestSDKSurvivesRunnerRestart(t *testing.T) {
+	opts := runnerOpts{scenario: "text", env: map[string]string{mockclaude.EnvN: "20"}}
+	tr := startRunner(t, opts)
+	px := startProxy(t, tr.addr, 1)
+	var health healthLog
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client, err := claude.Connect(ctx, claude.Options{Transport: &remote.Transport{
+		URL: px.url(), WorkspaceID: "phoenix", ReconnectFor: 30 * time.Second, OnHealth: health.add,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.Query(ctx, "before"); err != nil {
+		t.Fatal(err)
+	}
+	raws := receiveTurn(t, ctx, client, nil)
+	id := client.SessionID()
+
+	tr.stop()
+	health.waitFor(t, 0, remote.Degraded)
+	opts.dir = tr.root
+	tr2 := startRunner(t, opts)
+	px.setTarget(tr2.addr)
+	if got := health.get(); len(got) > 1 && got[1] == remote.Unhealthy {
+		t.Fatalf("gave up: %v", client.Err())
+	}
+	health.waitFor(t, 1, remote.Healthy)
+
+	if err := client.Query(ctx, "after"); err != nil {
+		t.Fatal(err)
+	}
+	raws = append(raws, receiveTurn(t, ctx, client, nil)...)
+	checkSame(t, raws, sdkLines(tr2.payloads(id)))
+	if client.SessionID() != id {
+		t.Fatalf("session %s became %s", id, client.SessionID())
+	}
+	if err := client.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
