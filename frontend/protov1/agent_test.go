@@ -232,12 +232,26 @@ func TestResumeAfterRunnerRestart(t *testing.T) {
 // Shutdown lets a turn in progress finish, then stops the agent; the
 // workspace gets its before and after snapshots.
 func TestShutdownWaitsForTurn(t *testing.T) {
+	t.Run("sdk", func(t *testing.T) { testShutdownWaitsForTurn(t, false) })
+	// In a relay session the host's SDK starts the turn with a user line
+	// of its own (an input frame): Shutdown waits for that turn too.
+	t.Run("relay", func(t *testing.T) { testShutdownWaitsForTurn(t, true) })
+}
+
+func testShutdownWaitsForTurn(t *testing.T, relay bool) {
 	tr := startRunnerWith(t, runnerOpts{scenario: "slow", grace: time.Minute,
 		env: map[string]string{mockclaude.EnvDelayMS: "20"}}) // a turn takes 1 s
 	c := tr.dial()
-	ready := c.open("snap", nil)
+	c.t = t
+	c.send(map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "snap", "host_control": relay})
+	ready := c.next()
 	id := str(ready, "session_id")
-	c.query("q1", "take your time")
+	if relay {
+		line, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "take your time"}})
+		c.send(map[string]any{"type": "input", "line": string(line)})
+	} else {
+		c.query("q1", "take your time")
+	}
 	c.untilMessage("system/init")
 	p := mockIn(t, tr.workspaceDir("snap"))
 
