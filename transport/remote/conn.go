@@ -35,6 +35,13 @@ type conn struct {
 	lastSeq   atomic.Uint64
 	health    atomic.Int32
 
+	// handshake is the first line written; agentStarts counts fresh
+	// readies (loop goroutine only): from the second on, the runner has
+	// restarted the agent and the handshake is sent again.
+	handshakeOnce sync.Once
+	handshake     []byte
+	agentStarts   int
+
 	done      chan struct{} // closed on the terminal error or Close
 	termErr   error
 	doneOnce  sync.Once
@@ -246,6 +253,12 @@ func (c *conn) handle(frame v1.Frame) error {
 	switch f := frame.(type) {
 	case v1.Ready:
 		c.setSessionID(f.SessionID)
+		if !f.Resumed {
+			c.agentStarts++
+			if c.agentStarts > 1 {
+				c.replayHandshake()
+			}
+		}
 	case v1.Message:
 		return c.push(f.AgentLine())
 	case v1.Error:
@@ -255,6 +268,26 @@ func (c *conn) handle(frame v1.Frame) error {
 		c.t.logger().Warn("remote: runner reported an error", "code", f.Code, "details", f.Details)
 	}
 	return nil
+}
+
+// replayHandshake sends the first line this connection ever wrote (the
+// SDK's initialize) to an agent the runner had to start again, so what it
+// set up (hooks, in-process MCP servers) holds for the new agent too. The
+// agent's answer carries the old request id, which the SDK drops.
+func (c *conn) replayHandshake() {
+	c.mu.Lock()
+	line := c.handshake
+	c.mu.Unlock()
+	if line == nil {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := c.Write(c.ctx, line); err != nil && c.ctx.Err() == nil {
+			c.t.logger().Warn("remote: could not replay the handshake to a restarted agent", "err", err)
+		}
+	}()
 }
 
 // deliver hands on a message line unless it was seen already.
@@ -380,6 +413,11 @@ func (c *conn) Read(ctx context.Context) ([]byte, error) {
 // Write sends one line to the agent. While reconnecting it waits (bounded
 // by ctx); a line whose write failed is sent again on the new connection.
 func (c *conn) Write(ctx context.Context, line []byte) error {
+	c.handshakeOnce.Do(func() {
+		c.mu.Lock()
+		c.handshake = append([]byte(nil), line...)
+		c.mu.Unlock()
+	})
 	frame, err := v1.Encode(v1.Input{Line: string(line)})
 	if err != nil {
 		return err
