@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -229,7 +230,13 @@ func (c *Client) reportLineError(err error) {
 		c.opts.OnLineError(err)
 		return
 	}
-	c.opts.logger().Warn("claude: skipped a line of CLI output", "err", err)
+	// A skipped line is lost output: without a handler or a logger of the
+	// caller's, say so on the default logger rather than nowhere.
+	logger := c.opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.Warn("claude: skipped a line of CLI output", "err", err)
 }
 
 // finish records why the output ended and wakes everyone waiting on it.

@@ -101,7 +101,8 @@ type Options struct {
 	// Stderr receives each stderr line of the CLI.
 	Stderr func(line string)
 	// OnLineError receives lines that were skipped: too long, not JSON.
-	// The default logs them as warnings.
+	// The default logs them as warnings on Logger, or on slog.Default()
+	// when Logger is nil: skipped output is never lost silently.
 	OnLineError func(error)
 	// MaxLineSize caps one stdout line (default 64 MiB).
 	MaxLineSize int

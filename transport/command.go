@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"golang.org/x/sys/unix"
 	"io"
 	"log/slog"
 	"os"
@@ -345,7 +346,7 @@ func (c *commandConn) exitError() error {
 	}
 	out := &ExitError{Code: ee.ExitCode(), StderrTail: strings.TrimSpace(c.tail.String())}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		out.Signal = ws.Signal().String()
+		out.Signal = unix.SignalName(ws.Signal())
 	}
 	return out
 }

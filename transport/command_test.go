@@ -167,10 +167,10 @@ func TestCommandKilledBySignal(t *testing.T) {
 	if !errors.As(err, &exit) {
 		t.Fatalf("Read = %v (%T), want *ExitError", err, err)
 	}
-	if exit.Signal != "killed" || exit.Code != -1 {
-		t.Errorf("ExitError = %+v, want Signal killed, Code -1", exit)
+	if exit.Signal != "SIGKILL" || exit.Code != -1 {
+		t.Errorf("ExitError = %+v, want Signal SIGKILL, Code -1", exit)
 	}
-	if !strings.Contains(err.Error(), "killed by signal killed") {
+	if !strings.Contains(err.Error(), "killed by signal SIGKILL") {
 		t.Errorf("Error() = %q", err.Error())
 	}
 }
@@ -715,7 +715,7 @@ func TestExitErrorMessage(t *testing.T) {
 	}{
 		{ExitError{Code: 2}, "agent process exited with code 2"},
 		{ExitError{Code: 1, StderrTail: "boom"}, "agent process exited with code 1; stderr: boom"},
-		{ExitError{Code: -1, Signal: "killed"}, "agent process was killed by signal killed"},
+		{ExitError{Code: -1, Signal: "SIGKILL"}, "agent process was killed by signal SIGKILL"},
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
