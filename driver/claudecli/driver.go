@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -160,7 +162,7 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 	// allowed variables plus what the SDK sets (entrypoint, SDK version).
 	policy := &sandbox.Policy{
 		Workspace: spec.Workspace, Home: spec.Home, Hide: d.cfg.Sandbox.Hide,
-		Env: envMap(cmd.Env), Network: true,
+		ReadOnly: cliDirs(d.cliPath), Env: envMap(cmd.Env), Network: true,
 	}
 	path, wrapped, env, err := policy.Wrap(d.cliPath, args)
 	if err != nil {
@@ -178,4 +180,29 @@ func envMap(env []string) map[string]string {
 		}
 	}
 	return m
+}
+
+// cliDirs are the directories the CLI needs inside the sandbox, which
+// mounts its own /tmp and hides the runner's directories: the whole npm
+// tree it came from (its launcher link and the package behind it), or its
+// own directory.
+func cliDirs(cli string) []string {
+	var dirs []string
+	paths := []string{cli}
+	if real, err := filepath.EvalSymlinks(cli); err == nil && real != cli {
+		paths = append(paths, real)
+	}
+	for _, p := range paths {
+		dir := filepath.Dir(p)
+		for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+			if filepath.Base(d) == "node_modules" {
+				dir = d
+				break
+			}
+		}
+		if !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs
 }
