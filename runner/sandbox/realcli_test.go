@@ -95,6 +95,9 @@ func TestRealCLISandbox(t *testing.T) {
 	newRun := func(t *testing.T) *sandboxedCLI {
 		f := newFixture(t)
 		p := f.policy()
+		// The CLI may live under /tmp (a checkout there), which the sandbox
+		// replaces with its own: keep its npm tree visible.
+		p.ReadOnly = append(p.ReadOnly, npmTree(t, cli))
 		p.Network = true // the CLI must reach the fake model on 127.0.0.1
 		return &sandboxedCLI{t: t, cli: cli, srv: srv, f: f, policy: p}
 	}
@@ -176,4 +179,15 @@ func TestRealCLISandbox(t *testing.T) {
 			t.Fatalf("control: result %q, listener accepted %d", res.Result, l.accepted.Load())
 		}
 	})
+}
+
+// npmTree is the node_modules directory the CLI was installed in.
+func npmTree(t *testing.T, cli string) string {
+	t.Helper()
+	for d := filepath.Dir(cli); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if filepath.Base(d) == "node_modules" {
+			return d
+		}
+	}
+	return filepath.Dir(cli)
 }
