@@ -19,11 +19,9 @@ import (
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 )
 
-// The acceptance scenarios of claude/realcli_test.go, written once against
-// a target and run twice: with a local CLI, and through a runner, where
-// the only difference is Options.Runner. The bodies are copied from
-// claude/realcli_test.go (which stays untouched) with opts coming from the
-// target; keep them in step.
+// The SDK's acceptance scenarios against the real CLI, written once against
+// a target and run three times: with a local CLI, and through a runner with
+// and without its sandbox, where the only difference is Options.Runner.
 
 // target makes the options for one scenario.
 type target struct {
