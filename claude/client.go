@@ -318,14 +318,15 @@ func (c *Client) HasLiveTasks() bool {
 	return len(c.liveTasks) > 0
 }
 
-// SessionID is the CLI's session id, known after the first message.
+// SessionID is the CLI's session id, known once the first message that
+// carries it has been received.
 func (c *Client) SessionID() string {
 	c.state.Lock()
 	defer c.state.Unlock()
 	return c.sessionID
 }
 
-// Totals returns the usage and cost so far.
+// Totals returns the usage and cost of the results received so far.
 func (c *Client) Totals() Totals {
 	c.state.Lock()
 	defer c.state.Unlock()
