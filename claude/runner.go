@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	cc "github.com/tetherhq/tether/protocol/claudecode"
 	"github.com/tetherhq/tether/transport"
 	"github.com/tetherhq/tether/transport/remote"
 )
@@ -24,27 +25,6 @@ type RunnerOptions struct {
 	InitTimeout    time.Duration
 	ReconnectFor   time.Duration
 	OnHealth       func(remote.Health)
-}
-
-// runnerSessionOpts are the options a runner accepts, in its field names.
-type runnerSessionOpts struct {
-	Model                  string                     `json:"model,omitempty"`
-	FallbackModel          string                     `json:"fallback_model,omitempty"`
-	SystemPrompt           *string                    `json:"system_prompt,omitempty"`
-	AppendSystemPrompt     string                     `json:"append_system_prompt,omitempty"`
-	MaxTurns               int                        `json:"max_turns,omitempty"`
-	MaxBudgetUSD           float64                    `json:"max_budget_usd,omitempty"`
-	PermissionMode         string                     `json:"permission_mode,omitempty"`
-	AllowedTools           []string                   `json:"allowed_tools,omitempty"`
-	DisallowedTools        []string                   `json:"disallowed_tools,omitempty"`
-	Tools                  []string                   `json:"tools,omitempty"`
-	IncludePartialMessages bool                       `json:"include_partial_messages,omitempty"`
-	Effort                 string                     `json:"effort,omitempty"`
-	Betas                  []string                   `json:"betas,omitempty"`
-	Agents                 map[string]AgentDefinition `json:"agents,omitempty"`
-	AddDirs                []string                   `json:"add_dirs,omitempty"`
-	SDKMCPServers          []string                   `json:"sdk_mcp_servers,omitempty"`
-	PermissionPromptStdio  bool                       `json:"permission_prompt_stdio,omitempty"`
 }
 
 // runnerTransport maps the options onto a session on the runner. Options
@@ -77,7 +57,7 @@ func (o *Options) runnerTransport() (transport.Transport, error) {
 			return nil, fmt.Errorf("%w: AddDirs must be relative to the runner's workspace", ErrInvalidOptions)
 		}
 	}
-	raw, err := json.Marshal(runnerSessionOpts{
+	raw, err := json.Marshal(cc.SessionOptions{
 		Model: o.Model, FallbackModel: o.FallbackModel, SystemPrompt: o.SystemPrompt,
 		AppendSystemPrompt: o.AppendSystemPrompt, MaxTurns: o.MaxTurns, MaxBudgetUSD: o.MaxBudgetUSD,
 		PermissionMode: string(o.PermissionMode), AllowedTools: o.AllowedTools, DisallowedTools: o.DisallowedTools,

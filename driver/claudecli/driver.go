@@ -81,7 +81,7 @@ func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent
 	}
 	opts := claude.Options{Cwd: spec.Workspace, ReplaceEnv: true, Env: d.env(spec.Home), Logger: d.cfg.Logger,
 		InitializeTimeout: d.cfg.InitializeTimeout, ShutdownGrace: d.cfg.ShutdownGrace}
-	o.apply(&opts, spec.Workspace)
+	apply(o, &opts, spec.Workspace)
 	// No settings or MCP configuration from files: the agent can write its
 	// workspace and its home, and a settings file there (.claude/settings
 	// .json, settings.local.json, ~/.claude/settings.json) or an .mcp.json

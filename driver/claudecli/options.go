@@ -10,42 +10,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tetherhq/tether/claude"
+	cc "github.com/tetherhq/tether/protocol/claudecode"
 	"github.com/tetherhq/tether/runner"
 )
 
 // ErrInvalidOptions matches session options the runner refuses.
 var ErrInvalidOptions = runner.ErrInvalidOptions
 
-// SessionOptions are the options a host may set. Anything else (a CLI path,
-// an environment, a working directory, settings files, extra arguments) is
-// the runner's to decide, and is refused.
-type SessionOptions struct {
-	Model                  string                            `json:"model,omitempty"`
-	FallbackModel          string                            `json:"fallback_model,omitempty"`
-	SystemPrompt           *string                           `json:"system_prompt,omitempty"`
-	AppendSystemPrompt     string                            `json:"append_system_prompt,omitempty"`
-	MaxTurns               int                               `json:"max_turns,omitempty"`
-	MaxBudgetUSD           float64                           `json:"max_budget_usd,omitempty"`
-	PermissionMode         string                            `json:"permission_mode,omitempty"`
-	AllowedTools           []string                          `json:"allowed_tools,omitempty"`
-	DisallowedTools        []string                          `json:"disallowed_tools,omitempty"`
-	Tools                  []string                          `json:"tools,omitempty"`
-	IncludePartialMessages bool                              `json:"include_partial_messages,omitempty"`
-	Effort                 string                            `json:"effort,omitempty"`
-	Betas                  []string                          `json:"betas,omitempty"`
-	Agents                 map[string]claude.AgentDefinition `json:"agents,omitempty"`
-	// AddDirs are extra directories, relative to the workspace and inside it.
-	AddDirs []string `json:"add_dirs,omitempty"`
-	// ToolNetwork lets the agent's Bash commands reach the network, if the
-	// runner's policy allows it at all.
-	ToolNetwork bool `json:"tool_network,omitempty"`
-	// SDKMCPServers are MCP servers that run in the host's process (relay
-	// sessions): the CLI reaches them through the control protocol.
-	SDKMCPServers []string `json:"sdk_mcp_servers,omitempty"`
-	// PermissionPromptStdio sends permission prompts to the host (relay
-	// sessions) as can_use_tool requests.
-	PermissionPromptStdio bool `json:"permission_prompt_stdio,omitempty"`
-}
+// SessionOptions are the options a host may set (protocol v1's
+// session_opts for Claude Code).
+type SessionOptions = cc.SessionOptions
 
 var permissionModes = map[string]bool{
 	"": true, "default": true, "acceptEdits": true, "plan": true,
@@ -93,7 +67,7 @@ func explain(err error) string {
 }
 
 // apply maps the options onto SDK options for a CLI in workspace.
-func (o SessionOptions) apply(opts *claude.Options, workspace string) {
+func apply(o SessionOptions, opts *claude.Options, workspace string) {
 	opts.Model, opts.FallbackModel = o.Model, o.FallbackModel
 	opts.SystemPrompt, opts.AppendSystemPrompt = o.SystemPrompt, o.AppendSystemPrompt
 	opts.MaxTurns, opts.MaxBudgetUSD = o.MaxTurns, o.MaxBudgetUSD
