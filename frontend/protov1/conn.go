@@ -169,7 +169,8 @@ func (c *conn) write(ctx context.Context, frame []byte) error {
 
 func (c *conn) sendReady(ctx context.Context, sess *runner.Session) error {
 	last, _ := c.srv.Runner.LastSeq(sess.ID())
-	frame, _ := v1.Encode(v1.Ready{Seq: last, SessionID: sess.ID(), Resumed: true})
+	frame, _ := v1.Encode(v1.Ready{Seq: last, SessionID: sess.ID(), Resumed: true,
+		InputSeq: c.srv.turnOf(sess).inputSeq()})
 	return c.write(ctx, frame)
 }
 

@@ -45,6 +45,9 @@ func (s *Server) handle(ctx context.Context, sess *runner.Session, frame v1.Fram
 			s.emitError(ctx, sess, "", v1.CodeControlFailed, err.Error())
 		}
 	case v1.Input:
+		if !s.turnOf(sess).claimInput(f.N) {
+			return nil // a resend of a line already applied
+		}
 		// In a relay session the host's SDK starts turns with user lines
 		// of its own: count them as queries are, so a graceful shutdown
 		// waits for them too (the agent's result ends them, see pump).

@@ -46,6 +46,29 @@ type turnState struct {
 	requestID string
 	// relay sessions get the agent's JSON lines embedded as is.
 	relay bool
+	// lastInput is the last numbered input frame applied.
+	lastInput uint64
+}
+
+// claimInput reports whether input frame n is new, and records it; frames
+// without a number are always new.
+func (t *turnState) claimInput(n uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n == 0 {
+		return true
+	}
+	if n <= t.lastInput {
+		return false
+	}
+	t.lastInput = n
+	return true
+}
+
+func (t *turnState) inputSeq() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastInput
 }
 
 func (t *turnState) set(id string) {

@@ -44,6 +44,8 @@ type anyFrame struct {
 	Seq             uint64          `json:"seq"`
 	SessionID       string          `json:"session_id"`
 	Resumed         bool            `json:"resumed"`
+	InputSeq        uint64          `json:"input_seq"`
+	N               uint64          `json:"n"`
 	Payload         string          `json:"payload"`
 	Line            json.RawMessage `json:"line"`
 	Reason          string          `json:"reason"`
@@ -89,9 +91,9 @@ func (a *anyFrame) frame() (Frame, error) {
 		if err := json.Unmarshal(a.Line, &line); len(a.Line) > 0 && err != nil {
 			return nil, frameError(CodeInvalidFrame, "input line must be a string")
 		}
-		return Input{Line: line}, nil
+		return Input{Line: line, N: a.N}, nil
 	case TypeReady:
-		return Ready{Seq: a.Seq, SessionID: a.SessionID, Resumed: a.Resumed}, nil
+		return Ready{Seq: a.Seq, SessionID: a.SessionID, Resumed: a.Resumed, InputSeq: a.InputSeq}, nil
 	case TypeMessage:
 		return Message{Seq: a.Seq, RequestID: a.RequestID, Payload: a.Payload, Line: a.Line}, nil
 	case TypeDone:

@@ -40,9 +40,13 @@ type Interrupt struct{}
 // Stop ends the session.
 type Stop struct{}
 
-// Input is one raw line for the agent's stdin (host-control sessions).
+// Input is one raw line for the agent's stdin (host-control sessions). N
+// numbers a host's input frames from 1; the runner applies each number
+// once and reports the last it applied in a resumed ready (InputSeq), so a
+// host resends what a dropped connection may have lost.
 type Input struct {
 	Line string `json:"line"`
+	N    uint64 `json:"n,omitempty"`
 }
 
 // Ready acknowledges init once the agent is up.
@@ -51,6 +55,8 @@ type Ready struct {
 	SessionID string `json:"session_id"`
 	// Resumed is true when the host reattached to a live session.
 	Resumed bool `json:"resumed,omitempty"`
+	// InputSeq is the last numbered input frame the runner applied.
+	InputSeq uint64 `json:"input_seq,omitempty"`
 }
 
 // Message carries one line of the agent's output, verbatim: as a string in

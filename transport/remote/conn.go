@@ -42,6 +42,12 @@ type conn struct {
 	handshake     []byte
 	agentStarts   int
 
+	// Input frames are numbered; the ones a resumed ready does not cover
+	// are sent again (under mu).
+	inputN       uint64
+	unacked      []sentInput
+	unackedBytes int
+
 	done      chan struct{} // closed on the terminal error or Close
 	termErr   error
 	doneOnce  sync.Once
@@ -256,8 +262,11 @@ func (c *conn) handle(frame v1.Frame) error {
 		if !f.Resumed {
 			c.agentStarts++
 			if c.agentStarts > 1 {
+				c.resendAfter(0, false)
 				c.replayHandshake()
 			}
+		} else {
+			c.resendAfter(f.InputSeq, true)
 		}
 	case v1.Message:
 		return c.push(f.AgentLine())
@@ -418,10 +427,84 @@ func (c *conn) Write(ctx context.Context, line []byte) error {
 		c.handshake = append([]byte(nil), line...)
 		c.mu.Unlock()
 	})
-	frame, err := v1.Encode(v1.Input{Line: string(line)})
+	frame, err := c.numbered(line)
 	if err != nil {
 		return err
 	}
+	return c.send(ctx, frame)
+}
+
+// Bounds of the input lines kept for a resend: inputs are few (prompts,
+// permission answers, control responses), and a line this far back was
+// applied long ago.
+const (
+	keepInputs     = 1024
+	keepInputBytes = 4 << 20
+)
+
+type sentInput struct {
+	n     uint64
+	frame []byte
+}
+
+// numbered gives a line the next input number and keeps the frame until a
+// resumed ready says the runner has it.
+func (c *conn) numbered(line []byte) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inputN++
+	frame, err := v1.Encode(v1.Input{Line: string(line), N: c.inputN})
+	if err != nil {
+		return nil, err
+	}
+	c.unacked = append(c.unacked, sentInput{n: c.inputN, frame: frame})
+	c.unackedBytes += len(frame)
+	for len(c.unacked) > keepInputs || c.unackedBytes > keepInputBytes {
+		c.unackedBytes -= len(c.unacked[0].frame)
+		c.unacked = c.unacked[1:]
+	}
+	return frame, nil
+}
+
+// resendAfter sends again, in order, the input frames the runner has not
+// applied; on a fresh ready (a new agent) they are dropped instead: they
+// belonged to the old one.
+func (c *conn) resendAfter(applied uint64, resumed bool) {
+	c.mu.Lock()
+	var todo [][]byte
+	kept := c.unacked[:0]
+	for _, in := range c.unacked {
+		if resumed && in.n > applied {
+			todo = append(todo, in.frame)
+			kept = append(kept, in)
+		}
+	}
+	if !resumed {
+		kept = kept[:0]
+	}
+	c.unacked = kept
+	c.unackedBytes = 0
+	for _, in := range kept {
+		c.unackedBytes += len(in.frame)
+	}
+	c.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for _, frame := range todo {
+			if err := c.send(c.ctx, frame); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// send writes one frame, waiting for a connection while reconnecting; a
+// frame whose write failed goes again on the next connection.
+func (c *conn) send(ctx context.Context, frame []byte) error {
 	for {
 		c.mu.Lock()
 		ws, connected := c.ws, c.connected

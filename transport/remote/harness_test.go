@@ -2,7 +2,6 @@ package remote_test
 
 import (
 	"context"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -148,6 +147,7 @@ type proxy struct {
 	minCut  int
 	maxCut  int
 	pattern []byte
+	swallow bool
 	paused  bool
 	frozen  chan struct{} // non-nil: nothing goes to clients until closed
 	kills   int
@@ -209,8 +209,30 @@ func (p *proxy) accept() {
 
 func (p *proxy) up(pr *pair) {
 	defer p.wg.Done()
-	_, _ = io.Copy(pr.server, pr.client)
-	p.cut(pr)
+	defer p.cut(pr)
+	buf := make([]byte, 4096)
+	for {
+		n, err := pr.client.Read(buf)
+		p.mu.Lock()
+		swallow := p.swallow
+		p.mu.Unlock()
+		if n > 0 && !swallow {
+			if _, werr := pr.server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// swallowUp makes the host's bytes vanish on the way (a connection that
+// died without either side noticing yet) until turned off.
+func (p *proxy) swallowUp(on bool) {
+	p.mu.Lock()
+	p.swallow = on
+	p.mu.Unlock()
 }
 
 // down copies runner → client, cutting where told to.
