@@ -21,7 +21,7 @@ func parse(t *testing.T, line string) claude.Message {
 
 func TestToolSummary(t *testing.T) {
 	for _, c := range []struct{ name, input, want string }{
-		{"Write", `{"file_path":"/work/x/hello.txt","content":"hi"}`, "Write hello.txt"},
+		{"Write", `{"file_path":"/srv/project/hello.txt","content":"hi"}`, "Write hello.txt"},
 		{"Read", `{"file_path":"/etc/passwd"}`, "Read /etc/passwd"},
 		{"Edit", `{"file_path":"src/a.go"}`, "Edit src/a.go"},
 		{"Bash", `{"command":"echo hello"}`, "Bash: echo hello"},
@@ -32,7 +32,7 @@ func TestToolSummary(t *testing.T) {
 		{"Odd", `not json`, "Odd"},
 		{"Bash", `{"command":"` + strings.Repeat("x", 200) + `"}`, "Bash: " + strings.Repeat("x", 79) + "…"},
 	} {
-		if got := toolSummary(c.name, json.RawMessage(c.input), "/work/x"); got != c.want {
+		if got := toolSummary(c.name, json.RawMessage(c.input), "/srv/project"); got != c.want {
 			t.Errorf("toolSummary(%s, %s) = %q, want %q", c.name, c.input, got, c.want)
 		}
 	}

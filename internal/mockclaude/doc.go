@@ -8,7 +8,7 @@
 // produce on demand.
 //
 // The messages it writes have the shapes and field names of real captures
-// from CLI 2.1.197 (see /work/shared/transcripts/claude). Run drives one mock
+// from CLI 2.1.197 (see shared/transcripts/claude beside the repository). Run drives one mock
 // process over any reader and writers; Main wires it to the real process
 // (os.Args, environment, stdio, SIGTERM/SIGINT).
 //
