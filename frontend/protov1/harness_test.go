@@ -22,6 +22,7 @@ import (
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/runnertest"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/workspace"
@@ -64,27 +65,16 @@ func startRunnerWith(t *testing.T, o runnerOpts) *testRunner {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	elog, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := workspace.New(filepath.Join(dir, "ws"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := map[string]string{
 		mockclaude.EnvMain: "1", mockclaude.EnvScenario: o.scenario, mockclaude.EnvDelayMS: "5",
 		"GORACE": "atexit_sleep_ms=0", "PATH": os.Getenv("PATH"),
 	}
 	maps.Copy(env, o.env)
-	drv, err := claudecli.New(claudecli.Config{CLIPath: os.Args[0], ShutdownGrace: 500 * time.Millisecond, Env: env})
+	core, err := runnertest.NewCore(dir, claudecli.Config{CLIPath: os.Args[0], ShutdownGrace: 500 * time.Millisecond, Env: env}, o.grace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{Log: elog, Workspaces: ws, Driver: drv, GracePeriod: o.grace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, elog := core.Runner, core.Log
 	maxFrame := o.maxFrame
 	if maxFrame == 0 {
 		maxFrame = 1 << 20

@@ -19,10 +19,10 @@ import (
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/runnertest"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
-	"github.com/tetherhq/tether/runner/workspace"
 )
 
 func TestMain(m *testing.M) {
@@ -56,30 +56,19 @@ func startRunner(t *testing.T, o runnerOpts) *testRunner {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	elog, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := workspace.New(filepath.Join(dir, "ws"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := map[string]string{
 		mockclaude.EnvMain: "1", mockclaude.EnvScenario: o.scenario, mockclaude.EnvDelayMS: "5",
 		"GORACE": "atexit_sleep_ms=0", "PATH": os.Getenv("PATH"),
 	}
 	maps.Copy(env, o.env)
-	drv, err := claudecli.New(claudecli.Config{CLIPath: os.Args[0], ShutdownGrace: 500 * time.Millisecond, Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if o.grace == 0 {
 		o.grace = time.Minute
 	}
-	r, err := runner.New(runner.Config{Log: elog, Workspaces: ws, Driver: drv, GracePeriod: o.grace})
+	core, err := runnertest.NewCore(dir, claudecli.Config{CLIPath: os.Args[0], ShutdownGrace: 500 * time.Millisecond, Env: env}, o.grace)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r, elog := core.Runner, core.Log
 	var h http.Handler = &protov1.Server{Runner: r, PingInterval: time.Second}
 	if o.wrap != nil {
 		h = o.wrap(h)
@@ -94,7 +83,9 @@ func startRunner(t *testing.T, o runnerOpts) *testRunner {
 			t.Errorf("shutdown: %v", err)
 		}
 		srv.Close()
-		elog.Close()
+		if err := elog.Close(); err != nil {
+			t.Errorf("event log close: %v", err)
+		}
 	})
 	t.Cleanup(stop)
 	return &testRunner{t: t, addr: strings.TrimPrefix(srv.URL, "http://"), runner: r, log: elog, root: dir, stop: stop}
