@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,9 +182,9 @@ func (c *Client) readLoop() {
 			c.finish(err)
 			return
 		}
-		switch typ := cc.PeekType(line); typ {
+		switch typ := classify(line); typ {
 		case cc.TypeControlRequest, cc.TypeControlResponse, cc.TypeControlCancelRequest:
-			msg, err := cc.Parse(line)
+			msg, err := cc.ParseAs(typ, line)
 			if err != nil {
 				c.reportLineError(err)
 				continue
@@ -193,9 +194,23 @@ func (c *Client) readLoop() {
 		default:
 			c.noteResult(typ, line)
 			// After Close began nobody listens: drop, keep draining.
-			_ = c.queue.push(c.pushCtx, queued{line: line})
+			_ = c.queue.push(c.pushCtx, queued{line: line, typ: typ})
 		}
 	}
+}
+
+// classify returns the line's type when it may matter to the reader, and
+// "" for a line that certainly goes to the consumer, sparing the reader a
+// full scan of most lines (Parse classifies those as it decodes). A line
+// cannot be of a type the reader handles without the type's name in it,
+// unless an escape spells the name differently.
+func classify(line []byte) string {
+	if bytes.Contains(line, []byte("control_")) || bytes.Contains(line, []byte(`"result"`)) ||
+		bytes.Contains(line, []byte("keep_alive")) || bytes.Contains(line, []byte("transcript_mirror")) ||
+		bytes.Contains(line, []byte(`\u`)) {
+		return cc.PeekType(line)
+	}
+	return ""
 }
 
 func (c *Client) route(msg Message) {

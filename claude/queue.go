@@ -20,9 +20,11 @@ const (
 	queueMaxBytes = 4 << 20
 )
 
-// queued is a line still to decode, or the error that ends the stream.
+// queued is a line still to decode (with its type, already peeked), or the
+// error that ends the stream.
 type queued struct {
 	line []byte
+	typ  string
 	err  error
 }
 

@@ -12,6 +12,14 @@ import (
 // ErrConcurrentReceive is returned when two goroutines receive at once.
 var ErrConcurrentReceive = errors.New("claude: messages are already being received")
 
+// parseQueued decodes a line the reader classified, or left to Parse.
+func parseQueued(it queued) (Message, error) {
+	if it.typ == "" {
+		return cc.Parse(it.line)
+	}
+	return cc.ParseAs(it.typ, it.line)
+}
+
 // Query sends a text prompt as a new turn.
 func (c *Client) Query(ctx context.Context, prompt string) error {
 	return c.Send(ctx, UserInput{Content: Content{TextBlock{Text: prompt}}})
@@ -74,7 +82,7 @@ func (c *Client) receive(ctx context.Context, untilResult bool) iter.Seq2[Messag
 				yield(nil, it.err)
 				return
 			}
-			msg, err := cc.Parse(it.line)
+			msg, err := parseQueued(it)
 			if err != nil {
 				c.reportLineError(err)
 				continue

@@ -21,3 +21,16 @@ func BenchmarkParseAssistant(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPeekType is the relay's and the reader's classification of a line.
+func BenchmarkPeekType(b *testing.B) {
+	line := []byte(`{"type":"assistant","message":{"id":"msg_fake_1","type":"message","role":"assistant","model":"claude-fake-1","content":[{"type":"text","text":"` +
+		strings.Repeat("The quick brown fox ", 5) + `"}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":25,"service_tier":"standard"}},"parent_tool_use_id":null,"session_id":"00000000-fake-4000-8000-000000000001","uuid":"f0000000-0000-4000-800b-000000000001"}`)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if cc.PeekType(line) != cc.TypeAssistant {
+			b.Fatal("wrong type")
+		}
+	}
+}

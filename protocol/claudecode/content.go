@@ -120,66 +120,73 @@ func (c Content) ToolUses() []ToolUseBlock {
 	return out
 }
 
-// anyBlock decodes every modelled block shape in one pass.
+// anyBlock decodes every modelled block shape in one pass. Decoded by
+// decode, its strings and raw values alias the line.
 type anyBlock struct {
-	Type      string     `json:"type"`
-	Text      stringView `json:"text"`
-	Thinking  stringView `json:"thinking"`
-	Signature string     `json:"signature"`
-	Data      stringView `json:"data"`
-	ID        string     `json:"id"`
-	Name      string     `json:"name"`
-	Input     rawView    `json:"input"`
-	ToolUseID string     `json:"tool_use_id"`
-	Content   rawView    `json:"content"`
-	IsError   bool       `json:"is_error"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
 }
 
 func (c *Content) UnmarshalJSON(data []byte) error {
 	if len(data) > 0 && data[0] == '"' {
-		var s stringView
-		if err := json.Unmarshal(data, &s); err != nil {
+		var s string
+		if err := decode(data, &s); err != nil {
 			return err
 		}
-		*c = Content{TextBlock{Text: string(s)}}
+		*c = Content{TextBlock{Text: s}}
 		return nil
 	}
-	var raws []rawView
+	return c.decodeBlocks(data)
+}
+
+// decodeBlocks splits the array into raw blocks and decodes each into one
+// shape that holds every modelled block's fields; unknown blocks keep their
+// raw JSON.
+func (c *Content) decodeBlocks(data []byte) error {
+	var raws []json.RawMessage
 	if err := decode(data, &raws); err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
-	out := make(Content, 0, len(raws))
-	for _, raw := range raws {
-		b, err := decodeBlock(raw)
-		if err != nil {
-			return err
+	out := make(Content, len(raws))
+	for i, raw := range raws {
+		var a anyBlock
+		if err := decode(raw, &a); err != nil {
+			return fmt.Errorf("content block: %w", err)
 		}
-		out = append(out, b)
+		if out[i] = modelledBlock(&a); out[i] == nil {
+			out[i] = UnknownBlock{Type: a.Type, Raw: raw}
+		}
 	}
 	*c = out
 	return nil
 }
 
-func decodeBlock(raw rawView) (ContentBlock, error) {
-	var a anyBlock
-	if err := decode(raw, &a); err != nil {
-		return nil, fmt.Errorf("content block: %w", err)
-	}
+// modelledBlock returns the typed block, or nil for a type not modelled.
+func modelledBlock(a *anyBlock) ContentBlock {
 	switch a.Type {
 	case BlockText:
-		return TextBlock{Text: string(a.Text)}, nil
+		return TextBlock{Text: a.Text}
 	case BlockThinking:
-		return ThinkingBlock{Thinking: string(a.Thinking), Signature: a.Signature}, nil
+		return ThinkingBlock{Thinking: a.Thinking, Signature: a.Signature}
 	case BlockRedactedThinking:
-		return RedactedThinkingBlock{Data: string(a.Data)}, nil
+		return RedactedThinkingBlock{Data: a.Data}
 	case BlockToolUse:
-		return ToolUseBlock{ID: a.ID, Name: a.Name, Input: json.RawMessage(a.Input)}, nil
+		return ToolUseBlock{ID: a.ID, Name: a.Name, Input: a.Input}
 	case BlockServerToolUse:
-		return ServerToolUseBlock{ID: a.ID, Name: a.Name, Input: json.RawMessage(a.Input)}, nil
+		return ServerToolUseBlock{ID: a.ID, Name: a.Name, Input: a.Input}
 	case BlockToolResult:
-		return ToolResultBlock{ToolUseID: a.ToolUseID, Content: json.RawMessage(a.Content), IsError: a.IsError}, nil
+		return ToolResultBlock{ToolUseID: a.ToolUseID, Content: a.Content, IsError: a.IsError}
 	default:
-		return UnknownBlock{Type: a.Type, Raw: json.RawMessage(raw)}, nil
+		return nil
 	}
 }
 

@@ -56,6 +56,30 @@ func captures(t *testing.T) []string {
 	return files
 }
 
+// Every assistant line the real CLI printed takes the fast path and decodes
+// as the general decoder decodes it.
+func TestGoldenAssistantLinesTakeTheFastPath(t *testing.T) {
+	n := 0
+	for _, f := range captures(t) {
+		for i, line := range cliLines(t, f) {
+			if cc.PeekType(line) != cc.TypeAssistant {
+				continue
+			}
+			accepted, problem := cc.FastPathAgrees(line)
+			if problem != "" {
+				t.Fatalf("%s line %d: %s", filepath.Base(f), i+1, problem)
+			}
+			if !accepted {
+				t.Errorf("%s line %d: the fast path declined a real assistant line: %.300s", filepath.Base(f), i+1, line)
+			}
+			n++
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found only %d assistant lines in the captures", n)
+	}
+}
+
 func TestGoldenEveryCapturedLineParses(t *testing.T) {
 	var total int
 	for _, f := range captures(t) {

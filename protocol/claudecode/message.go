@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,11 +62,30 @@ func (b *base) Raw() []byte { return b.raw }
 // Parse decodes one line. The line becomes the message's Raw and must not be
 // modified afterwards. Unknown types come back as *Unknown, never an error.
 func Parse(line []byte) (Message, error) {
+	if bytes.HasPrefix(line, assistantPrefix) {
+		if m := fastAssistant(line); m != nil {
+			return m, nil
+		}
+	}
 	typ, err := peekType(line)
 	if err != nil {
 		return nil, parseError(line, err)
 	}
+	return parseAs(typ, line)
+}
+
+// ParseAs is Parse for a line whose type the caller already has from
+// PeekType, sparing a second scan of the line.
+func ParseAs(typ string, line []byte) (Message, error) {
+	return parseAs(typ, line)
+}
+
+func parseAs(typ string, line []byte) (Message, error) {
 	if typ == "" {
+		// No type, not an object, or a type with escapes: find out which.
+		if _, err := peekType(line); err != nil {
+			return nil, parseError(line, err)
+		}
 		var probe struct {
 			Type string `json:"type"`
 		}
@@ -73,6 +93,11 @@ func Parse(line []byte) (Message, error) {
 			return nil, parseError(line, err)
 		}
 		typ = probe.Type
+	}
+	if typ == TypeAssistant {
+		if m := fastAssistant(line); m != nil {
+			return m, nil
+		}
 	}
 	msg := newMessage(typ)
 	if err := decode(line, msg); err != nil {

@@ -155,6 +155,11 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		m, err := cc.Parse(line)
+		// The reader's path, ParseAs after PeekType, must agree with Parse.
+		if m2, err2 := cc.ParseAs(cc.PeekType(line), line); (err == nil) != (err2 == nil) ||
+			err == nil && m.Type() != m2.Type() {
+			t.Fatalf("Parse: %v, %v; ParseAs: %v, %v", m, err, m2, err2)
+		}
 		if err != nil {
 			if !cc.IsParseError(err) {
 				t.Fatalf("error is not a ParseError: %v", err)

@@ -84,13 +84,21 @@ func stringValueAfterKey(line []byte, i int) (string, bool) {
 }
 
 // skipString returns the index just past the string starting at line[i]=='"',
-// or -1 if it does not end.
+// or -1 if it does not end. It jumps from quote to quote (bytes.IndexByte is
+// vectorised): a quote ends the string unless an odd run of backslashes
+// precedes it.
 func skipString(line []byte, i int) int {
 	for j := i + 1; j < len(line); j++ {
-		switch line[j] {
-		case '\\':
-			j++
-		case '"':
+		k := bytes.IndexByte(line[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		backslashes := 0
+		for b := j - 1; b > i && line[b] == '\\'; b-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
 			return j + 1
 		}
 	}

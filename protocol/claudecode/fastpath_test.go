@@ -1,0 +1,94 @@
+package claudecode
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// slowAssistant decodes a line the general way, as Parse did before the
+// fast path.
+func slowAssistant(line []byte) (*AssistantMessage, error) {
+	m := &AssistantMessage{}
+	if err := decode(line, m); err != nil {
+		return nil, err
+	}
+	m.raw = line
+	return m, nil
+}
+
+// fastPathAgrees reports whether the fast path took the line, and what it
+// got wrong if it took a line the general decoder rejects or decodes
+// differently.
+func fastPathAgrees(line []byte) (accepted bool, problem string) {
+	fast := fastAssistant(line)
+	if fast == nil {
+		return false, ""
+	}
+	slow, err := slowAssistant(line)
+	if err != nil {
+		return true, fmt.Sprintf("fast path accepted %q, the general decoder says %v", line, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		return true, fmt.Sprintf("fast path differs on %q:\nfast %#v\nslow %#v", line, fast, slow)
+	}
+	return true, ""
+}
+
+func checkFastPath(t *testing.T, line []byte) bool {
+	t.Helper()
+	accepted, problem := fastPathAgrees(line)
+	if problem != "" {
+		t.Fatal(problem)
+	}
+	return accepted
+}
+
+var fastPathSeeds = []string{
+	`{"type":"assistant","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[{"type":"text","text":"hi"}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":25,"service_tier":"standard","cache_creation":{"ephemeral_5m_input_tokens":0}}},"parent_tool_use_id":null,"session_id":"s","uuid":"u"}`,
+	`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls -la \"x\""}}],"stop_reason":"tool_use"},"parent_tool_use_id":"p"}`,
+	`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"a\nb","signature":"sig"},{"type":"redacted_thinking","data":"zz"},{"type":"image","source":{"type":"base64"}}]}}`,
+	`{"type":"assistant","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"é"}],"is_error":true}]},"error":"rate_limit","aborted":true}`,
+	`{"type":"assistant","message":{"content":"plain"}}`,
+	`{"type":"assistant","Message":{"id":"x"}}`,
+	`{"type":"assistant","message":{"usage":{"input_tokens":1.5}}}`,
+	`{"type":"assistant","message":{"usage":{"input_tokens":1},"usage":{"output_tokens":2}}}`,
+	`{"type":"assistant","message":{"id":"a"},"message":{"role":"b"}}`,
+	` {"type":"assistant","session_id":"\u00e9\ud83d\ude00"} `,
+	`{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]},"uuid":"` + "\xff" + `"}`,
+	`{"type":"assistant","message":{"content":[{"type":"tool_use","input":null}]}}`,
+	`{"type":"assistant","extra":[1,-2.5e3,true,false,null,{"a":[]}]}`,
+	`{"type":"assistant","message":{"content":[]},"usage":null}`,
+	`{"type":"assistant"}x`,
+	`{"type":"assistant","type":"user","message":{}}`,
+	`{"type":"user","type":"assistant","message":{"content":[]}}`,
+	`{"type":"assistant","type":null}`,
+	`{"type":"assistant","uuid":"u","uuid":"","session_id":"s","session_id":null}`,
+	`{"type":"assistant","n":01}`,
+}
+
+func TestFastPathAgreesWithTheGeneralDecoder(t *testing.T) {
+	accepted := 0
+	for _, s := range fastPathSeeds {
+		if checkFastPath(t, []byte(s)) {
+			accepted++
+		}
+	}
+	if accepted < 8 {
+		t.Fatalf("the fast path took only %d of the %d seeds", accepted, len(fastPathSeeds))
+	}
+}
+
+func FuzzFastPath(f *testing.F) {
+	for _, s := range fastPathSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !strings.Contains(string(line), "assistant") {
+			line = append([]byte(`{"type":"assistant",`), bytes.TrimPrefix(line, []byte("{"))...)
+		}
+		checkFastPath(t, line)
+	})
+}
