@@ -86,8 +86,13 @@ func (q *messageQueue) pop(ctx context.Context) (queued, bool, error) {
 				q.items, q.head = q.items[:0], 0
 			}
 			q.bytes -= size(it)
+			// Wake a blocked reader only once the queue is half empty, so
+			// that it queues a run of lines per wake-up instead of one.
+			roomy := len(q.items)-q.head <= queueMaxItems/2 && q.bytes <= queueMaxBytes/2
 			q.mu.Unlock()
-			signal(q.space)
+			if roomy {
+				signal(q.space)
+			}
 			return it, true, nil
 		}
 		closed := q.closed
