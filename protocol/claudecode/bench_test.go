@@ -34,3 +34,18 @@ func BenchmarkPeekType(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseStreamEvent is the hot path with partial messages on: one
+// text delta.
+func BenchmarkParseStreamEvent(b *testing.B) {
+	line := `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` +
+		strings.Repeat("tick ", 4) + `"}},"session_id":"2e033f0c-e871-4d4d-9805-2572cc865f89","parent_tool_use_id":null,"uuid":"38027277-d46c-44a2-a8d5-ec2b87041343"}`
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf := []byte(line)
+		if _, err := cc.Parse(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

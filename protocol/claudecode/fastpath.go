@@ -7,8 +7,8 @@ import (
 	"unsafe"
 )
 
-// The fast path decodes the hottest line type, assistant, in one validating
-// pass over the line, with strings aliasing it. It decodes exactly what the
+// The fast path decodes the hottest line types, assistant and stream_event,
+// in one validating pass over the line, with strings aliasing it. It decodes exactly what the
 // general decoder (decode, segmentio) would, or declines: on anything it was
 // not written for — escaped keys, keys that only match case-insensitively,
 // nulls where a value is expected, fractional numbers, invalid JSON — it
@@ -394,9 +394,60 @@ func digits(b []byte, i int) int {
 	return i
 }
 
-// assistantPrefix starts nearly every assistant line the CLI prints; Parse
-// tries the fast path on such lines before classifying them.
-var assistantPrefix = []byte(`{"type":"assistant",`)
+// fastParse decodes a line of a type with a fast path, or returns nil to
+// decline. typ is a guess (PeekType's, or the line's first key's): each
+// fast decoder checks the type itself.
+func fastParse(typ string, line []byte) Message {
+	switch typ {
+	case TypeAssistant:
+		if m := fastAssistant(line); m != nil {
+			return m
+		}
+	case TypeStreamEvent:
+		if m := fastStreamEvent(line); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// leadingType returns the value of "type" when it is the line's first key,
+// as it is in every line the CLI prints: a guess for fastParse, to be
+// checked, that spares a scan of the line.
+func leadingType(line []byte) string {
+	const lead = `{"type":"`
+	if !bytes.HasPrefix(line, []byte(lead)) {
+		return ""
+	}
+	end := bytes.IndexByte(line[len(lead):], '"')
+	if end < 0 {
+		return ""
+	}
+	switch v := line[len(lead) : len(lead)+end]; string(v) {
+	case TypeAssistant:
+		return TypeAssistant
+	case TypeStreamEvent:
+		return TypeStreamEvent
+	}
+	return ""
+}
+
+// lineType reads a top-level "type" value: a string, which the caller
+// compares with the type it decodes.
+func (s *scanner) lineType(dst *string) {
+	if s.peek() != '"' {
+		s.fail()
+		return
+	}
+	s.str(dst)
+}
+
+// end checks that only spaces follow the top-level value and that its type
+// is want.
+func (s *scanner) end(typ, want string) bool {
+	s.ws()
+	return s.ok && s.i == len(s.b) && typ == want
+}
 
 // fastAssistant decodes an assistant line, or returns nil to decline. It
 // checks the type itself: the last top-level "type" must be "assistant".
@@ -407,11 +458,7 @@ func fastAssistant(line []byte) *AssistantMessage {
 	s.object(func(key []byte) {
 		switch string(key) {
 		case "type":
-			if s.peek() != '"' {
-				s.fail()
-				return
-			}
-			s.str(&typ)
+			s.lineType(&typ)
 		case "message":
 			s.apiMessage(&m.Message)
 		case "parent_tool_use_id":
@@ -428,7 +475,7 @@ func fastAssistant(line []byte) *AssistantMessage {
 			s.other(key)
 		}
 	})
-	if s.ws(); !s.ok || s.i != len(line) || typ != TypeAssistant {
+	if !s.end(typ, TypeAssistant) {
 		return nil
 	}
 	m.raw = line
@@ -547,4 +594,86 @@ func (s *scanner) block() ContentBlock {
 		return b
 	}
 	return UnknownBlock{Type: a.Type, Raw: json.RawMessage(s.b[start:s.i])}
+}
+
+// fastStreamEvent decodes a stream_event line, or returns nil to decline.
+func fastStreamEvent(line []byte) *StreamEvent {
+	s := &scanner{b: line, ok: true}
+	m := &StreamEvent{}
+	typ := ""
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "type":
+			s.lineType(&typ)
+		case "event":
+			s.streamEvent(&m.Event)
+		case "parent_tool_use_id":
+			s.optStr(&m.ParentToolUseID)
+		case "session_id":
+			s.str(&m.SessionID)
+		case "uuid":
+			s.str(&m.UUID)
+		default:
+			s.other(key)
+		}
+	})
+	if !s.end(typ, TypeStreamEvent) {
+		return nil
+	}
+	m.raw = line
+	return m
+}
+
+func (s *scanner) streamEvent(e *APIStreamEvent) {
+	if s.peek() != '{' {
+		s.fail()
+		return
+	}
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "type":
+			s.str(&e.Type)
+		case "index":
+			var v int64
+			s.int64(&v)
+			e.Index = int(v)
+		case "delta":
+			s.delta(&e.Delta)
+		case "content_block":
+			s.raw(&e.ContentBlock)
+		case "message":
+			s.raw(&e.Message)
+		case "usage":
+			s.usage(&e.Usage)
+		default:
+			s.other(key)
+		}
+	})
+}
+
+func (s *scanner) delta(dst **StreamDelta) {
+	if s.peek() != '{' {
+		s.fail() // null included: the general decoder's pointer rules apply
+		return
+	}
+	if *dst == nil {
+		*dst = new(StreamDelta)
+	}
+	d := *dst
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "type":
+			s.str(&d.Type)
+		case "text":
+			s.str(&d.Text)
+		case "partial_json":
+			s.str(&d.PartialJSON)
+		case "thinking":
+			s.str(&d.Thinking)
+		case "stop_reason":
+			s.optStr(&d.StopReason)
+		default:
+			s.other(key)
+		}
+	})
 }

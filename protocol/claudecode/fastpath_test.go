@@ -8,14 +8,13 @@ import (
 	"testing"
 )
 
-// slowAssistant decodes a line the general way, as Parse did before the
-// fast path.
-func slowAssistant(line []byte) (*AssistantMessage, error) {
-	m := &AssistantMessage{}
+// slowParse decodes a line the general way, as Parse does off the fast path.
+func slowParse(typ string, line []byte) (Message, error) {
+	m := newMessage(typ)
 	if err := decode(line, m); err != nil {
 		return nil, err
 	}
-	m.raw = line
+	m.setRaw(line)
 	return m, nil
 }
 
@@ -23,11 +22,15 @@ func slowAssistant(line []byte) (*AssistantMessage, error) {
 // got wrong if it took a line the general decoder rejects or decodes
 // differently.
 func fastPathAgrees(line []byte) (accepted bool, problem string) {
-	fast := fastAssistant(line)
+	typ := PeekType(line)
+	fast := fastParse(typ, line)
 	if fast == nil {
 		return false, ""
 	}
-	slow, err := slowAssistant(line)
+	if guess := fastParse(leadingType(line), line); guess != nil && guess.Type() != typ {
+		return true, fmt.Sprintf("leading type %q decoded, the line's type is %q: %q", guess.Type(), typ, line)
+	}
+	slow, err := slowParse(typ, line)
 	if err != nil {
 		return true, fmt.Sprintf("fast path accepted %q, the general decoder says %v", line, err)
 	}
@@ -67,6 +70,12 @@ var fastPathSeeds = []string{
 	`{"type":"assistant","type":null}`,
 	`{"type":"assistant","uuid":"u","uuid":"","session_id":"s","session_id":null}`,
 	`{"type":"assistant","n":01}`,
+	`{"type":"stream_event","event":{"type":"message_start","message":{"id":"m","content":[],"usage":{"input_tokens":12}}},"session_id":"s","parent_tool_use_id":null,"uuid":"u","ttft_ms":14}`,
+	`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}},"session_id":"s"}`,
+	`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}}`,
+	`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":5}}}`,
+	`{"type":"stream_event","event":{"type":"content_block_delta","delta":null}}`,
+	`{"type":"stream_event","event":{"index":-3,"delta":{"text":"a"},"delta":{"thinking":"b"}},"type":"assistant"}`,
 }
 
 func TestFastPathAgreesWithTheGeneralDecoder(t *testing.T) {
@@ -86,8 +95,12 @@ func FuzzFastPath(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		if !strings.Contains(string(line), "assistant") {
-			line = append([]byte(`{"type":"assistant",`), bytes.TrimPrefix(line, []byte("{"))...)
+		if !strings.Contains(string(line), `"type"`) {
+			lead := `{"type":"assistant",`
+			if len(line)%2 == 1 {
+				lead = `{"type":"stream_event",`
+			}
+			line = append([]byte(lead), bytes.TrimPrefix(line, []byte("{"))...)
 		}
 		checkFastPath(t, line)
 	})

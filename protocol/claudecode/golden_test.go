@@ -56,13 +56,13 @@ func captures(t *testing.T) []string {
 	return files
 }
 
-// Every assistant line the real CLI printed takes the fast path and decodes
-// as the general decoder decodes it.
-func TestGoldenAssistantLinesTakeTheFastPath(t *testing.T) {
+// Every assistant and stream_event line the real CLI printed takes the fast
+// path and decodes as the general decoder decodes it.
+func TestGoldenHotLinesTakeTheFastPath(t *testing.T) {
 	n := 0
 	for _, f := range captures(t) {
 		for i, line := range cliLines(t, f) {
-			if cc.PeekType(line) != cc.TypeAssistant {
+			if typ := cc.PeekType(line); typ != cc.TypeAssistant && typ != cc.TypeStreamEvent {
 				continue
 			}
 			accepted, problem := cc.FastPathAgrees(line)
@@ -70,13 +70,13 @@ func TestGoldenAssistantLinesTakeTheFastPath(t *testing.T) {
 				t.Fatalf("%s line %d: %s", filepath.Base(f), i+1, problem)
 			}
 			if !accepted {
-				t.Errorf("%s line %d: the fast path declined a real assistant line: %.300s", filepath.Base(f), i+1, line)
+				t.Errorf("%s line %d: the fast path declined a real CLI line: %.300s", filepath.Base(f), i+1, line)
 			}
 			n++
 		}
 	}
 	if n < 10 {
-		t.Fatalf("found only %d assistant lines in the captures", n)
+		t.Fatalf("found only %d assistant and stream_event lines in the captures", n)
 	}
 }
 

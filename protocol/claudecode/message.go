@@ -1,7 +1,6 @@
 package claudecode
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,10 +61,8 @@ func (b *base) Raw() []byte { return b.raw }
 // Parse decodes one line. The line becomes the message's Raw and must not be
 // modified afterwards. Unknown types come back as *Unknown, never an error.
 func Parse(line []byte) (Message, error) {
-	if bytes.HasPrefix(line, assistantPrefix) {
-		if m := fastAssistant(line); m != nil {
-			return m, nil
-		}
+	if m := fastParse(leadingType(line), line); m != nil {
+		return m, nil
 	}
 	typ, err := peekType(line)
 	if err != nil {
@@ -94,10 +91,8 @@ func parseAs(typ string, line []byte) (Message, error) {
 		}
 		typ = probe.Type
 	}
-	if typ == TypeAssistant {
-		if m := fastAssistant(line); m != nil {
-			return m, nil
-		}
+	if m := fastParse(typ, line); m != nil {
+		return m, nil
 	}
 	msg := newMessage(typ)
 	if err := decode(line, msg); err != nil {
