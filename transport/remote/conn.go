@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -357,13 +358,16 @@ func (c *conn) replayHandshake() {
 	}()
 }
 
-// deliver hands on a message line unless it was seen already.
+// deliver hands on a copy of a message line (the reader reuses its
+// buffer) unless it was seen already. Each line has its own memory, as
+// over a local process: a message the application keeps holds only its
+// line.
 func (c *conn) deliver(seq uint64, line []byte) {
 	if seq <= c.lastSeq.Load() {
 		return
 	}
 	c.lastSeq.Store(seq)
-	c.out = append(c.out, line)
+	c.out = append(c.out, bytes.Clone(line))
 }
 
 // flush hands the lines gathered from a message to Read, waiting for it:

@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,28 +9,27 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Bounds of messageReader's guess at the next message's size.
-const (
-	minMessageBuf = 512
-	maxMessageBuf = 1 << 20
-)
+// keepMessageBuf is the largest read buffer kept once messages are small
+// again.
+const keepMessageBuf = 64 << 10
 
-// messageReader reads whole WebSocket messages into a buffer sized from
-// the last message. websocket.Conn.Read grows its buffer from 512 bytes,
-// copying a large batch several times over.
+// messageReader reads whole WebSocket messages into one buffer, reused
+// from message to message: websocket.Conn.Read allocates every message
+// anew and grows it from 512 bytes, copying a large batch several times.
 type messageReader struct {
-	hint int
+	buf []byte
 }
 
+// read returns the next message, valid until the next read.
 func (m *messageReader) read(ctx context.Context, ws *websocket.Conn) ([]byte, error) {
 	_, r, err := ws.Reader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 0, max(m.hint, minMessageBuf))
+	buf := m.buf[:0]
 	for {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, cap(buf))
+			buf = slices.Grow(buf, max(cap(buf), 512))
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -42,11 +40,9 @@ func (m *messageReader) read(ctx context.Context, ws *websocket.Conn) ([]byte, e
 			return nil, err
 		}
 	}
-	m.hint = min(len(buf)+len(buf)/4, maxMessageBuf)
-	if cap(buf) > 2*len(buf)+minMessageBuf {
-		// The lines handed on alias the buffer: do not let a small message
-		// keep a large one alive.
-		buf = bytes.Clone(buf)
+	m.buf = buf
+	if cap(buf) > keepMessageBuf && len(buf) < keepMessageBuf/4 {
+		m.buf = nil // small messages again: do not keep a replay's buffer
 	}
 	return buf, nil
 }
