@@ -110,7 +110,8 @@ func (s *Session) changes() <-chan struct{} {
 
 // Events yields every event after seq `after`, then live ones as they are
 // appended, exactly once and in order, until ctx ends or the session ends
-// (after its last event).
+// (after its last event). Payloads may be the log's own memory: they are
+// not to be modified.
 func (s *Session) Events(ctx context.Context, after uint64) iter.Seq2[eventlog.Event, error] {
 	return func(yield func(eventlog.Event, error) bool) {
 		for group, err := range s.EventGroups(ctx, after, 1, 0) {
@@ -155,7 +156,7 @@ func (s *Session) EventGroups(ctx context.Context, after uint64, maxEvents, maxB
 		}
 		for {
 			wake := s.changes() // taken before reading: no append is missed
-			for ev, err := range s.r.cfg.Log.Read(ctx, s.id, next) {
+			for ev, err := range s.r.cfg.Log.ReadShared(ctx, s.id, next) {
 				if err != nil {
 					if flush() {
 						yield(nil, err)

@@ -344,15 +344,15 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 	if len(payloads) > 1 {
 		recs = make([]record, 0, len(payloads))
 	}
-	var charge int64
+	size := 0
 	for _, p := range payloads {
 		if len(p) > MaxPayloadLen {
 			return 0, fmt.Errorf("eventlog: append to %q: %w: %d bytes", name, ErrTooLarge, len(p))
 		}
-		r := newRecord(p)
-		recs = append(recs, r)
-		charge += int64(len(r)) + eventOverhead
+		size += recordHeader + len(p)
 	}
+	recs = newRecords(recs, payloads, size)
+	charge := int64(size) + int64(len(recs))*eventOverhead
 
 	l.mu.Lock()
 	for {

@@ -22,16 +22,37 @@ type record []byte
 
 const recordHeader = 16
 
-func newRecord(payload []byte) record {
-	r := make(record, recordHeader+len(payload))
-	copy(r[recordHeader:], payload)
-	return r
+// newRecords appends to dst a record per payload, all in one allocation
+// of size bytes: the records of one append are committed, and so
+// dropped from memory, together.
+func newRecords(dst []record, payloads [][]byte, size int) []record {
+	buf := make([]byte, size)
+	for _, p := range payloads {
+		n := recordHeader + len(p)
+		r := record(buf[:n:n])
+		copy(r[recordHeader:], p)
+		buf = buf[n:]
+		dst = append(dst, r)
+	}
+	return dst
 }
 
 func (r record) seq() uint64   { return binary.BigEndian.Uint64(r) }
 func (r record) key() []byte   { return r[:8:8] }
 func (r record) value() []byte { return r[8:] }
 func (r record) event() Event  { return decodeEvent(r.seq(), r.value()) }
+
+// sharedEvent is the event without a copy of its payload: records are
+// never written again, and each is capped at its own length, so an append
+// to a payload cannot reach the next record.
+func (r record) sharedEvent() Event {
+	ev := Event{Seq: r.seq(), Time: time.Unix(0, int64(binary.BigEndian.Uint64(r[8:16])))}
+	if len(r) > recordHeader {
+		ev.Payload = r[recordHeader:]
+	}
+	return ev
+}
+
 func (r record) stamp(seq uint64, t int64) {
 	binary.BigEndian.PutUint64(r[0:8], seq)
 	binary.BigEndian.PutUint64(r[8:16], uint64(t))
