@@ -20,10 +20,13 @@ func diskEvents(t testing.TB, l *Log, session string) int {
 	t.Helper()
 	n := 0
 	err := l.db.View(func(tx *bolt.Tx) error {
-		if evb := eventsBucket(tx.Bucket(bucketSessions), session); evb != nil {
-			n = evb.Stats().KeyN
+		evb := eventsBucket(tx.Bucket(bucketSessions), session)
+		if evb == nil {
+			return nil
 		}
-		return nil
+		return evb.ForEach(func(k, v []byte) error {
+			return eachStored(k, v, func(uint64, int64, []byte) bool { n++; return true })
+		})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -124,14 +124,24 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event, shared b
 			return nil
 		}
 		c := evb.Cursor()
-		want, size := from, 0
-		for k, v := c.Seek(seqKey(from)); k != nil && want <= end; k, v = c.Next() {
-			if seqOf(k) != want || len(v) < 8 || len(buf) == chunkEvents || size >= chunkBytes {
-				break
+		want, size, full := from, 0, false
+		for k, v := c.Seek(seqKey(from)); k != nil && !full; k, v = c.Next() {
+			err := eachStored(k, v, func(seq uint64, t int64, payload []byte) bool {
+				if seq < want {
+					return true // the value holding from starts before it
+				}
+				if seq != want || want > end || len(buf) == chunkEvents || size >= chunkBytes {
+					full = true
+					return false
+				}
+				buf = append(buf, storedEvent(seq, t, payload))
+				size += 8 + len(payload)
+				want++
+				return true
+			})
+			if err != nil {
+				return err
 			}
-			buf = append(buf, decodeEvent(want, v))
-			size += len(v)
-			want++
 		}
 		return nil
 	})
