@@ -52,3 +52,13 @@ type Output struct {
 	TurnEnded  bool
 	TurnFailed bool
 }
+
+// BatchAgent is an Agent that can hand over several outputs at once, so a
+// burst of output is logged in one append. Front ends use it when an agent
+// implements it.
+type BatchAgent interface {
+	Agent
+	// NextBatch waits for output as Next does, then appends to dst what
+	// the agent already holds, at most max outputs (at least one).
+	NextBatch(ctx context.Context, dst []Output, max int) ([]Output, error)
+}

@@ -472,3 +472,65 @@ func TestTooManySessions(t *testing.T) {
 		t.Fatalf("second session: %v", err)
 	}
 }
+
+// EventGroups yields what Events yields, in groups within their limits;
+// AppendBatch numbers its events in a row.
+func TestEventGroups(t *testing.T) {
+	f := newFixture(t, &fakeDriver{}, time.Minute)
+	s, err := f.r.Open(context.Background(), runner.OpenRequest{WorkspaceID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 2000
+	const maxEvents, maxBytes = 64, 300
+	type group struct {
+		seqs  []uint64
+		bytes int
+	}
+	groups := make(chan []group, 1)
+	go func() {
+		var got []group
+		want := uint64(1)
+		for evs, err := range s.EventGroups(context.Background(), 0, maxEvents, maxBytes) {
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			g := group{}
+			for _, ev := range evs {
+				if ev.Seq != want || string(ev.Payload) != fmt.Sprintf("event %04d", want) {
+					t.Errorf("got %d %q, want %d", ev.Seq, ev.Payload, want)
+				}
+				want++
+				g.seqs = append(g.seqs, ev.Seq)
+				g.bytes += len(ev.Payload)
+			}
+			got = append(got, g)
+		}
+		groups <- got
+	}()
+	for next := 1; next <= total; {
+		var batch [][]byte
+		for range min(1+next%7, total-next+1) {
+			batch = append(batch, fmt.Appendf(nil, "event %04d", next))
+			next++
+		}
+		first, err := s.AppendBatch(context.Background(), batch)
+		if err != nil || first != uint64(next-len(batch)) {
+			t.Fatalf("AppendBatch: first %d, %v; want %d", first, err, next-len(batch))
+		}
+	}
+	s.End("done")
+	got := <-groups
+	n := 0
+	for _, g := range got {
+		n += len(g.seqs)
+		if len(g.seqs) == 0 || len(g.seqs) > maxEvents || g.bytes > maxBytes {
+			t.Fatalf("group of %d events, %d bytes", len(g.seqs), g.bytes)
+		}
+	}
+	if n != total {
+		t.Fatalf("%d events in %d groups, want %d", n, len(got), total)
+	}
+	t.Logf("%d events in %d groups", n, len(got))
+}

@@ -84,7 +84,14 @@ func (s *Session) Go(fn func(ctx context.Context)) {
 
 // Append logs one event and wakes whoever follows the session.
 func (s *Session) Append(ctx context.Context, payload []byte) (uint64, error) {
-	seq, err := s.r.cfg.Log.Append(ctx, s.id, payload)
+	one := [1][]byte{payload}
+	return s.AppendBatch(ctx, one[:])
+}
+
+// AppendBatch logs events with consecutive seqs, all or none, and wakes
+// whoever follows the session once. It returns the first seq.
+func (s *Session) AppendBatch(ctx context.Context, payloads [][]byte) (uint64, error) {
+	seq, err := s.r.cfg.Log.AppendBatch(ctx, s.id, payloads)
 	if err != nil {
 		return 0, err
 	}
@@ -103,21 +110,70 @@ func (s *Session) changes() <-chan struct{} {
 
 // Events yields every event after seq `after`, then live ones as they are
 // appended, exactly once and in order, until ctx ends or the session ends
-// (after its last event).
+// (after its last event). Payloads may be the log's own memory: they are
+// not to be modified.
 func (s *Session) Events(ctx context.Context, after uint64) iter.Seq2[eventlog.Event, error] {
 	return func(yield func(eventlog.Event, error) bool) {
+		for group, err := range s.EventGroups(ctx, after, 1, 0) {
+			if err != nil {
+				yield(eventlog.Event{}, err)
+				return
+			}
+			if !yield(group[0], nil) {
+				return
+			}
+		}
+	}
+}
+
+// keepGroup is the most events EventGroups keeps room for once a follower
+// has caught up.
+const keepGroup = 32
+
+// EventGroups is Events in groups of at most maxEvents events and, unless
+// a single event is larger, maxBytes of payload (0: no byte limit). A
+// group holds only events already logged when it is read, so a follower
+// that is behind catches up in a few large groups and one that keeps up
+// gets each event as soon as it is appended. The group's slice is reused
+// by the next one.
+func (s *Session) EventGroups(ctx context.Context, after uint64, maxEvents, maxBytes int) iter.Seq2[[]eventlog.Event, error] {
+	return func(yield func([]eventlog.Event, error) bool) {
 		next := after
+		var group []eventlog.Event
+		size := 0
+		flush := func() bool {
+			if len(group) == 0 {
+				return true
+			}
+			ok := yield(group, nil)
+			next = group[len(group)-1].Seq
+			clear(group) // let the payloads go
+			if cap(group) > keepGroup && len(group) < keepGroup/4 {
+				group = nil // caught up: keep no room for a long replay
+			}
+			group, size = group[:0], 0
+			return ok
+		}
 		for {
 			wake := s.changes() // taken before reading: no append is missed
-			for ev, err := range s.r.cfg.Log.Read(ctx, s.id, next) {
+			for ev, err := range s.r.cfg.Log.ReadShared(ctx, s.id, next) {
 				if err != nil {
-					yield(eventlog.Event{}, err)
+					if flush() {
+						yield(nil, err)
+					}
 					return
 				}
-				if !yield(ev, nil) {
+				if len(group) > 0 && maxBytes > 0 && size+len(ev.Payload) > maxBytes && !flush() {
 					return
 				}
-				next = ev.Seq
+				group = append(group, ev)
+				size += len(ev.Payload)
+				if len(group) >= maxEvents && !flush() {
+					return
+				}
+			}
+			if !flush() {
+				return
 			}
 			select {
 			case <-wake:

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/claude"
+	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 )
 
 // query runs one turn and returns messages seen and time to the result;
@@ -111,8 +112,11 @@ func stamp(raw []byte) int64 {
 }
 
 // replay logs n frames in a session nobody reads, then times a resuming
-// client receiving all of them.
-func replay(self string, n int) (frames int, perSec float64, err error) {
+// client receiving all of them: a seed-only client (one frame per
+// WebSocket message, each decoded whole with encoding/json), or with
+// relay, a host-control client that asks for batch frames and reads them
+// as the SDK does.
+func replay(self string, n int, relay bool) (frames int, perSec float64, err error) {
 	ip, err := startInproc(self, agentEnv(n, 100, 0))
 	if err != nil {
 		return 0, 0, err
@@ -120,7 +124,7 @@ func replay(self string, n int) (frames int, perSec float64, err error) {
 	defer ip.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ws, id, err := openSeed(ctx, ip.url, "replay", "")
+	ws, id, err := openSession(ctx, ip.url, "replay", "", relay)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -131,25 +135,56 @@ func replay(self string, n int) (frames int, perSec float64, err error) {
 		return 0, 0, err
 	}
 	start := time.Now()
-	ws, _, err = openSeed(ctx, ip.url, "replay", id)
+	ws, _, err = openSession(ctx, ip.url, "replay", id, relay)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer ws.CloseNow()
+	count := countSeed
+	if relay {
+		count = countRelay
+	}
 	for {
 		_, data, err := ws.Read(ctx)
 		if err != nil {
 			return frames, 0, err
 		}
-		frames++
-		var f struct {
-			Seq uint64 `json:"seq"`
-		}
-		_ = json.Unmarshal(data, &f)
-		if f.Seq >= last {
+		k, seq := count(data)
+		frames += k
+		if seq >= last {
 			return frames, float64(frames) / time.Since(start).Seconds(), nil
 		}
 	}
+}
+
+// countSeed decodes a frame as a seed-only client would: it returns one
+// frame and its seq.
+func countSeed(data []byte) (int, uint64) {
+	var f struct {
+		Seq uint64 `json:"seq"`
+	}
+	_ = json.Unmarshal(data, &f)
+	return 1, f.Seq
+}
+
+// countRelay reads a message as the SDK's transport does, with the
+// protocol's fast paths: it returns how many frames it carries and the
+// last one's seq.
+func countRelay(data []byte) (int, uint64) {
+	if seq, _, _, ok := v1.DecodeRawMessage(data); ok {
+		return 1, seq
+	}
+	if seq, items, ok := v1.SplitBatch(data, nil); ok {
+		return len(items), seq + uint64(len(items)) - 1
+	}
+	f, err := v1.Decode(data)
+	if err != nil {
+		return 0, 0
+	}
+	if b, ok := f.(v1.Batch); ok {
+		return len(b.Frames), b.Seq + uint64(len(b.Frames)) - 1
+	}
+	return 1, v1.FrameSeq(f)
 }
 
 // waitLogged waits until the session's log stops growing past min frames.
@@ -169,6 +204,12 @@ func waitLogged(ip *inproc, id string, min uint64) (uint64, error) {
 
 // openSeed opens (or resumes from seq 0) a default-mode session.
 func openSeed(ctx context.Context, url, workspace, resume string) (*websocket.Conn, string, error) {
+	return openSession(ctx, url, workspace, resume, false)
+}
+
+// openSession opens (or resumes from seq 0) a session; relay makes it a
+// host-control session whose host reads batch frames.
+func openSession(ctx context.Context, url, workspace, resume string, relay bool) (*websocket.Conn, string, error) {
 	ws, _, err := websocket.Dial(ctx, url, nil)
 	if err != nil {
 		return nil, "", err
@@ -177,6 +218,9 @@ func openSeed(ctx context.Context, url, workspace, resume string) (*websocket.Co
 	init := map[string]any{"type": "init", "protocol_version": 1, "workspace_id": workspace, "session_opts": map[string]any{}}
 	if resume != "" {
 		init["resume"] = resume
+	}
+	if relay {
+		init["host_control"], init["batch"] = true, true
 	}
 	write(ctx, ws, init)
 	_, data, err := ws.Read(ctx)

@@ -35,8 +35,11 @@ type relayAgent struct {
 	ctx   context.Context // ends with Close
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
-	out   chan relayOut // the CLI's lines, from read
-	local chan []byte   // lines the runner itself sends the host
+	out   *outQueue   // the CLI's lines, from read
+	local chan []byte // lines the runner itself sends the host
+
+	// taken is NextBatch's buffer (Next is called from one goroutine).
+	taken []relayOut
 
 	mu sync.Mutex
 	// pending are the CLI's requests handed to the host, by request id:
@@ -46,6 +49,7 @@ type relayAgent struct {
 
 type relayOut struct {
 	line []byte
+	typ  string // the line's type, peeked once
 	err  error
 }
 
@@ -56,7 +60,7 @@ type pendingRequest struct {
 
 func newRelayAgent(conn transport.Conn, rewrite *bashRewriter, log *slog.Logger) *relayAgent {
 	a := &relayAgent{conn: conn, rewrite: rewrite, log: log,
-		out: make(chan relayOut), local: make(chan []byte, 16), pending: map[string]pendingRequest{}}
+		out: newOutQueue(), local: make(chan []byte, 16), pending: map[string]pendingRequest{}}
 	a.ctx, a.stop = context.WithCancel(context.Background())
 	a.wg.Add(1)
 	go a.read()
@@ -73,8 +77,10 @@ func (a *relayAgent) read() {
 			a.log.Warn("claudecli: skipped a line of CLI output", "err", err)
 			continue
 		}
+		var typ string
 		if err == nil {
-			switch cc.PeekType(line) {
+			typ = cc.PeekType(line)
+			switch typ {
 			case cc.TypeControlRequest:
 				if a.answerOwnHook(line) {
 					continue
@@ -84,44 +90,69 @@ func (a *relayAgent) read() {
 				a.untrack(line)
 			}
 		}
-		select {
-		case a.out <- relayOut{line, err}:
-		case <-a.ctx.Done():
-			return
-		}
-		if err != nil {
+		if a.out.put(a.ctx, relayOut{line, typ, err}) != nil || err != nil {
 			return
 		}
 	}
 }
 
 func (a *relayAgent) Next(ctx context.Context) (runner.Output, error) {
-	var o relayOut
-	select {
-	case line := <-a.local:
-		return runner.Output{Line: line}, nil
-	case o = <-a.out:
-	case <-ctx.Done():
-		return runner.Output{}, ctx.Err()
-	case <-a.ctx.Done():
-		return runner.Output{}, transport.ErrClosed
+	var one [1]runner.Output
+	outs, err := a.NextBatch(ctx, one[:0], 1)
+	if err != nil {
+		return runner.Output{}, err
 	}
-	if errors.Is(o.err, io.EOF) {
-		return runner.Output{}, ErrAgentEnded
-	}
-	if o.err != nil {
-		return runner.Output{}, o.err
-	}
-	out := runner.Output{Line: o.line}
-	if cc.PeekType(o.line) == cc.TypeResult {
-		out.TurnEnded = true
-		var r struct {
-			IsError bool `json:"is_error"`
+	return outs[0], nil
+}
+
+// NextBatch implements runner.BatchAgent: it waits for output like Next,
+// then takes every line already read, up to max.
+func (a *relayAgent) NextBatch(ctx context.Context, dst []runner.Output, max int) ([]runner.Output, error) {
+	for {
+		// The runner's own lines are few (refusals): they go first.
+		select {
+		case line := <-a.local:
+			return append(dst, runner.Output{Line: line}), nil
+		default:
 		}
-		_ = json.Unmarshal(o.line, &r)
-		out.TurnFailed = r.IsError
+		var ok bool
+		if a.taken, ok = a.out.take(a.taken[:0], max); ok {
+			return a.outputs(dst)
+		}
+		select {
+		case line := <-a.local:
+			return append(dst, runner.Output{Line: line}), nil
+		case <-a.out.more:
+		case <-ctx.Done():
+			return dst, ctx.Err()
+		case <-a.ctx.Done():
+			return dst, transport.ErrClosed
+		}
 	}
-	return out, nil
+}
+
+// outputs turns the lines taken into outputs; an error is taken alone.
+func (a *relayAgent) outputs(dst []runner.Output) ([]runner.Output, error) {
+	defer clear(a.taken)
+	for _, o := range a.taken {
+		switch {
+		case errors.Is(o.err, io.EOF):
+			return dst, ErrAgentEnded
+		case o.err != nil:
+			return dst, o.err
+		}
+		out := runner.Output{Line: o.line}
+		if o.typ == cc.TypeResult {
+			out.TurnEnded = true
+			var r struct {
+				IsError bool `json:"is_error"`
+			}
+			_ = json.Unmarshal(o.line, &r)
+			out.TurnFailed = r.IsError
+		}
+		dst = append(dst, out)
+	}
+	return dst, nil
 }
 
 // track records a CLI request on its way to the host.

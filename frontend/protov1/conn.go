@@ -15,9 +15,18 @@ import (
 
 // conn is one host connection: at most one session.
 type conn struct {
-	srv *Server
-	ws  *websocket.Conn
-	log *slog.Logger
+	srv  *Server
+	ws   *websocket.Conn
+	wire *gatherConn // under ws
+	log  *slog.Logger
+	// batch: the host reads batch frames (it asked, in a host-control
+	// init); batchBytes bounds the next one (see writeMessages).
+	batch      bool
+	batchBytes int
+
+	// The writer's buffers, reused from one message to the next.
+	buf   []byte
+	items [][]byte
 }
 
 func (c *conn) run(ctx context.Context) {
@@ -32,6 +41,9 @@ func (c *conn) run(ctx context.Context) {
 		c.refuse(ctx, err)
 		return
 	}
+	// Batches are an extension of relay sessions, for hosts that ask.
+	c.batch = init.HostControl && init.Batch && c.srv.turnOf(sess).isRelay()
+	c.batchBytes = minBatchBytes
 	c.log = c.log.With("session", sess.ID())
 	detach := sess.Attach()
 	defer detach()
@@ -162,7 +174,7 @@ func (c *conn) sendError(ctx context.Context, requestID, code, details string) {
 }
 
 func (c *conn) write(ctx context.Context, frame []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	return c.ws.Write(ctx, websocket.MessageText, frame)
 }
@@ -172,25 +184,6 @@ func (c *conn) sendReady(ctx context.Context, sess *runner.Session) error {
 	frame, _ := v1.Encode(v1.Ready{Seq: last, SessionID: sess.ID(), Resumed: true,
 		InputSeq: c.srv.turnOf(sess).inputSeq()})
 	return c.write(ctx, frame)
-}
-
-// writeEvents sends the session's frames after `after`, then live ones.
-func (c *conn) writeEvents(ctx context.Context, sess *runner.Session, after uint64) error {
-	var buf []byte
-	for ev, err := range sess.Events(ctx, after) {
-		if err != nil {
-			c.sendError(ctx, "", v1.CodeInternal, err.Error())
-			return err
-		}
-		buf = v1.WithSeq(buf[:0], ev.Payload, ev.Seq)
-		if err := c.write(ctx, buf); err != nil {
-			return err
-		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return errSessionOver
 }
 
 // ping keeps the connection alive and detects a dead peer.

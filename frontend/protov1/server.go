@@ -44,7 +44,9 @@ type Server struct {
 type turnState struct {
 	mu        sync.Mutex
 	requestID string
-	// relay sessions get the agent's JSON lines embedded as is.
+	// relay sessions get the agent's JSON lines embedded as is, and may
+	// send batch frames. Set before the pump starts; read it elsewhere
+	// with isRelay.
 	relay bool
 	// lastInput is the last numbered input frame applied.
 	lastInput uint64
@@ -69,6 +71,18 @@ func (t *turnState) inputSeq() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.lastInput
+}
+
+func (t *turnState) setRelay(relay bool) {
+	t.mu.Lock()
+	t.relay = relay
+	t.mu.Unlock()
+}
+
+func (t *turnState) isRelay() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.relay
 }
 
 func (t *turnState) set(id string) {
@@ -130,7 +144,8 @@ func (s *Server) maxFrame() int64 {
 
 // ServeHTTP upgrades to WebSocket and runs one connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ws, err := websocket.Accept(w, r, nil)
+	gw := &gatherWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(gw, r, nil)
 	if err != nil {
 		return // Accept has answered the request
 	}
@@ -138,7 +153,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// far over it (4×) closes the connection, so reading it whole stays
 	// bounded.
 	ws.SetReadLimit(4*s.maxFrame() + 1024)
-	c := &conn{srv: s, ws: ws, log: s.logger().With("remote", r.RemoteAddr)}
+	c := &conn{srv: s, ws: ws, wire: gw.conn, log: s.logger().With("remote", r.RemoteAddr)}
 	c.run(r.Context())
 }
 

@@ -2,8 +2,9 @@ package protov1
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+
+	segjson "github.com/segmentio/encoding/json"
 
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
@@ -37,21 +38,33 @@ func (s *Server) open(ctx context.Context, init v1.Init) (sess *runner.Session, 
 	if init.Resume != "" && after == 0 {
 		after, _ = s.Runner.LastSeq(sess.ID())
 	}
-	s.turn(sess).relay = init.HostControl
+	s.turn(sess).setRelay(init.HostControl)
 	s.emit(ctx, sess, v1.Ready{SessionID: sess.ID()})
 	sess.Go(s.pump(sess))
 	return sess, false, after, nil
 }
+
+// pumpBatch bounds the outputs the pump logs in one append.
+const pumpBatch = 256
+
+// frameOverhead is about what a message frame adds to its line (and the
+// done frame after a result): room reserved so frames are encoded without
+// growing the buffer.
+const frameOverhead = 128
 
 // pump turns the agent's output into frames for the session's life.
 func (s *Server) pump(sess *runner.Session) func(context.Context) {
 	turn := s.turn(sess)
 	return func(ctx context.Context) {
 		defer s.forget(sess)
+		p := &pumpState{srv: s, sess: sess, turn: turn}
 		agent := sess.Agent()
-		var buf []byte
 		for {
-			out, err := agent.Next(ctx)
+			outs, err := nextOutputs(ctx, agent, p.outs[:0])
+			p.outs = outs
+			if len(outs) > 0 {
+				p.log(ctx)
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					s.emitError(ctx, sess, turn.get(), v1.CodeAgentExited, err.Error())
@@ -59,27 +72,107 @@ func (s *Server) pump(sess *runner.Session) func(context.Context) {
 				}
 				return
 			}
-			buf = encodeLine(buf[:0], turn, out.Line)
-			if _, err := sess.Append(ctx, buf); err != nil {
-				s.logger().Warn("could not log agent output", "session", sess.ID(), "err", err)
-			}
-			if out.TurnEnded {
-				reason := "completed"
-				if out.TurnFailed {
-					reason = "error"
-				}
-				s.emit(ctx, sess, v1.Done{RequestID: turn.get(), Reason: reason})
-				sess.TurnEnded()
-			}
 		}
 	}
 }
+
+// nextOutputs waits for the agent's next output and takes what else it
+// already has, when it can hand over several at once.
+func nextOutputs(ctx context.Context, agent runner.Agent, dst []runner.Output) ([]runner.Output, error) {
+	if b, ok := agent.(runner.BatchAgent); ok {
+		return b.NextBatch(ctx, dst, pumpBatch)
+	}
+	out, err := agent.Next(ctx)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, out), nil
+}
+
+// pumpState is the pump's reusable buffers.
+type pumpState struct {
+	srv  *Server
+	sess *runner.Session
+	turn *turnState
+
+	outs   []runner.Output
+	buf    []byte // the frames, back to back
+	ends   []int  // where each frame ends in buf
+	frames [][]byte
+}
+
+// log appends the frames of p.outs in one batch: a message per line, and
+// after a line that ends a turn, its done frame. Turns are marked ended
+// only once their done frame is logged.
+func (p *pumpState) log(ctx context.Context) {
+	defer p.trim()
+	need := 0
+	for _, out := range p.outs {
+		need += len(out.Line) + frameOverhead
+	}
+	p.buf = sized(p.buf, need)
+	ended := 0
+	for _, out := range p.outs {
+		p.buf = encodeLine(p.buf, p.turn, out.Line)
+		p.ends = append(p.ends, len(p.buf))
+		if out.TurnEnded {
+			reason := "completed"
+			if out.TurnFailed {
+				reason = "error"
+			}
+			done, _ := v1.Encode(v1.Done{RequestID: p.turn.get(), Reason: reason})
+			p.buf = append(p.buf, done...)
+			p.ends = append(p.ends, len(p.buf))
+			ended++
+		}
+	}
+	start := 0
+	for _, end := range p.ends {
+		p.frames = append(p.frames, p.buf[start:end])
+		start = end
+	}
+	if _, err := p.sess.AppendBatch(ctx, p.frames); err != nil {
+		p.appendEach(ctx, err)
+	}
+	for range ended {
+		p.sess.TurnEnded()
+	}
+}
+
+// appendEach logs the frames one by one after a batch failed, so a frame
+// the log refuses (too large) costs only itself.
+func (p *pumpState) appendEach(ctx context.Context, batchErr error) {
+	if !errors.Is(batchErr, eventlog.ErrTooLarge) {
+		p.srv.logger().Warn("could not log agent output", "session", p.sess.ID(), "frames", len(p.frames), "err", batchErr)
+		return
+	}
+	for _, f := range p.frames {
+		if _, err := p.sess.Append(ctx, f); err != nil {
+			p.srv.logger().Warn("could not log agent output", "session", p.sess.ID(), "err", err)
+		}
+	}
+}
+
+// trim empties the buffers for the next batch, dropping large ones once
+// a batch is small again, so an idle session does not hold them.
+func (p *pumpState) trim() {
+	if cap(p.outs) > keepOutputs && len(p.outs) < keepOutputs/4 {
+		p.outs, p.frames, p.ends = nil, nil, nil
+	}
+	clear(p.outs)
+	clear(p.frames)
+	p.outs, p.frames, p.ends = p.outs[:0], p.frames[:0], p.ends[:0]
+	p.buf = trimmed(p.buf)
+}
+
+// keepOutputs is the most outputs the pump keeps room for once idle.
+const keepOutputs = 32
 
 // encodeLine frames one agent line: embedded as is for relay sessions
 // when it is a JSON object (the host's SDK parses it once), else as the
 // seed protocol's payload string.
 func encodeLine(dst []byte, turn *turnState, line []byte) []byte {
-	if turn.relay && len(line) > 1 && line[0] == '{' && json.Valid(line) {
+	if turn.relay && len(line) > 1 && line[0] == '{' && segjson.Valid(line) {
 		return v1.AppendMessageRaw(dst, 0, turn.get(), line)
 	}
 	return v1.AppendMessageLine(dst, 0, turn.get(), line)

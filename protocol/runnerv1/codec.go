@@ -29,39 +29,51 @@ func frameError(code, format string, args ...any) *FrameError {
 
 // anyFrame has the fields of every frame, so a frame decodes in one pass.
 type anyFrame struct {
-	Type            *string         `json:"type"`
-	ProtocolVersion int             `json:"protocol_version"`
-	SessionOpts     json.RawMessage `json:"session_opts"`
-	WorkspaceID     string          `json:"workspace_id"`
-	Resume          string          `json:"resume"`
-	LastSeq         uint64          `json:"last_seq"`
-	HostControl     bool            `json:"host_control"`
-	RequestID       string          `json:"request_id"`
-	Prompt          json.RawMessage `json:"prompt"`
-	Opts            json.RawMessage `json:"opts"`
-	Subtype         string          `json:"subtype"`
-	Params          json.RawMessage `json:"params"`
-	Seq             uint64          `json:"seq"`
-	SessionID       string          `json:"session_id"`
-	Resumed         bool            `json:"resumed"`
-	InputSeq        uint64          `json:"input_seq"`
-	N               uint64          `json:"n"`
-	Payload         string          `json:"payload"`
-	Line            json.RawMessage `json:"line"`
-	Reason          string          `json:"reason"`
-	Code            string          `json:"code"`
-	Details         string          `json:"details"`
-	Response        json.RawMessage `json:"response"`
+	Type            *string           `json:"type"`
+	ProtocolVersion int               `json:"protocol_version"`
+	SessionOpts     json.RawMessage   `json:"session_opts"`
+	WorkspaceID     string            `json:"workspace_id"`
+	Resume          string            `json:"resume"`
+	LastSeq         uint64            `json:"last_seq"`
+	HostControl     bool              `json:"host_control"`
+	Batch           bool              `json:"batch"`
+	RequestID       string            `json:"request_id"`
+	Prompt          json.RawMessage   `json:"prompt"`
+	Opts            json.RawMessage   `json:"opts"`
+	Subtype         string            `json:"subtype"`
+	Params          json.RawMessage   `json:"params"`
+	Seq             uint64            `json:"seq"`
+	SessionID       string            `json:"session_id"`
+	Resumed         bool              `json:"resumed"`
+	InputSeq        uint64            `json:"input_seq"`
+	N               uint64            `json:"n"`
+	Payload         string            `json:"payload"`
+	Line            json.RawMessage   `json:"line"`
+	Reason          string            `json:"reason"`
+	Code            string            `json:"code"`
+	Details         string            `json:"details"`
+	Response        json.RawMessage   `json:"response"`
+	Frames          []json.RawMessage `json:"frames"`
 }
 
 // Decode parses one frame from either side.
 func Decode(data []byte) (Frame, error) {
+	return decode(data, true)
+}
+
+// decode parses a frame; a frame inside a batch (top false) may not be a
+// batch itself, which is checked before its frames are decoded, so nesting
+// costs nothing.
+func decode(data []byte, top bool) (Frame, error) {
 	var a anyFrame
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil, frameError(CodeInvalidFrame, "not a valid frame: %v", err)
 	}
 	if a.Type == nil {
 		return nil, frameError(CodeInvalidFrame, `frame has no "type"`)
+	}
+	if !top && *a.Type == TypeBatch {
+		return nil, frameError(CodeInvalidFrame, "a batch holds no batch frames")
 	}
 	frame, err := a.frame()
 	if err != nil {
@@ -77,7 +89,7 @@ func (a *anyFrame) frame() (Frame, error) {
 	switch *a.Type {
 	case TypeInit:
 		return Init{ProtocolVersion: a.ProtocolVersion, SessionOpts: a.SessionOpts, WorkspaceID: a.WorkspaceID,
-			Resume: a.Resume, LastSeq: a.LastSeq, HostControl: a.HostControl}, nil
+			Resume: a.Resume, LastSeq: a.LastSeq, HostControl: a.HostControl, Batch: a.Batch}, nil
 	case TypeQuery:
 		return Query{RequestID: a.RequestID, Prompt: a.Prompt, Opts: a.Opts}, nil
 	case TypeControl:
@@ -102,6 +114,8 @@ func (a *anyFrame) frame() (Frame, error) {
 		return Error{Seq: a.Seq, RequestID: a.RequestID, Code: a.Code, Details: a.Details}, nil
 	case TypeControlResponse:
 		return ControlResponse{Seq: a.Seq, RequestID: a.RequestID, Response: a.Response}, nil
+	case TypeBatch:
+		return decodeBatch(a.Seq, a.N, a.Frames)
 	}
 	return nil, frameError(CodeUnknownType, "unknown frame type %q", *a.Type)
 }
@@ -153,8 +167,13 @@ func isPrompt(raw json.RawMessage) bool {
 
 // Encode marshals a frame with its type.
 func Encode(f Frame) ([]byte, error) {
-	if m, ok := f.(Message); ok && len(m.Line) == 0 {
-		return AppendMessage(nil, m), nil
+	switch v := f.(type) {
+	case Message:
+		if len(v.Line) == 0 {
+			return AppendMessage(nil, v), nil
+		}
+	case Batch:
+		return encodeBatch(v)
 	}
 	body, err := json.Marshal(f)
 	if err != nil {
@@ -215,28 +234,58 @@ func DecodeRawMessage(data []byte) (seq uint64, requestID string, line []byte, o
 	if !ok {
 		return 0, "", nil, false
 	}
-	i := 0
-	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-		i++
-	}
-	seq, err := strconv.ParseUint(string(rest[:i]), 10, 64)
-	if err != nil {
-		return 0, "", nil, false
-	}
-	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"type":"message","request_id":"`))
+	seq, rest, ok = cutSeq(rest)
 	if !ok {
 		return 0, "", nil, false
 	}
+	rest, ok = bytes.CutPrefix(rest, []byte(`,"type":"message","request_id":"`))
+	if !ok {
+		return 0, "", nil, false
+	}
+	requestID, line, ok = rawMessageRest(rest)
+	return seq, requestID, line, ok
+}
+
+// DecodeRawLine is DecodeRawMessage for a frame without seq, as
+// AppendMessageRaw stores it and a batch carries it.
+func DecodeRawLine(frame []byte) (requestID string, line []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(frame, []byte(`{"type":"message","request_id":"`))
+	if !ok {
+		return "", nil, false
+	}
+	return rawMessageRest(rest)
+}
+
+// rawMessageRest reads `…","line":{…}}`, what follows the opening quote of
+// a raw message's request id.
+func rawMessageRest(rest []byte) (requestID string, line []byte, ok bool) {
 	end := bytes.IndexByte(rest, '"')
 	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
-		return 0, "", nil, false
+		return "", nil, false
 	}
 	requestID = string(rest[:end])
 	rest, ok = bytes.CutPrefix(rest[end+1:], []byte(`,"line":`))
 	if !ok || len(rest) < 3 || rest[0] != '{' || rest[len(rest)-1] != '}' || rest[len(rest)-2] != '}' {
-		return 0, "", nil, false
+		return "", nil, false
 	}
-	return seq, requestID, rest[:len(rest)-1], true
+	return requestID, rest[:len(rest)-1], true
+}
+
+// cutSeq reads a seq as encoding/json writes it (digits, no leading zero,
+// at least 1) from the start of data.
+func cutSeq(data []byte) (seq uint64, rest []byte, ok bool) {
+	i := 0
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+		i++
+	}
+	if i == 0 || data[0] == '0' {
+		return 0, nil, false
+	}
+	seq, err := strconv.ParseUint(string(data[:i]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	return seq, data[i:], true
 }
 
 // WithSeq numbers an encoded frame that was stored without its seq: the

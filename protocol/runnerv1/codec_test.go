@@ -95,6 +95,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"type":"init","protocol_version":1,"workspace_id":"w","session_opts":{}}`))
 	f.Add([]byte(`{"type":"query","request_id":"r","prompt":[{"type":"text","text":"x"}]}`))
 	f.Add([]byte(`{"type":"message","seq":1,"request_id":"r","payload":"x"}`))
+	f.Add([]byte("{\"seq\":3,\"n\":2,\"type\":\"batch\",\"frames\":[\n{\"type\":\"message\",\"request_id\":\"r\",\"line\":{}}\n,{\"type\":\"done\",\"request_id\":\"r\",\"reason\":\"completed\"}\n]}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fr, err := v1.Decode(data)
 		if err != nil {
@@ -148,6 +149,13 @@ func TestWithSeqNumbersStoredFrames(t *testing.T) {
 	stop, _ := v1.Encode(v1.Stop{})
 	if got := string(v1.WithSeq(nil, stop, 3)); got != `{"seq":3,"type":"stop"}` {
 		t.Fatalf("got %s", got)
+	}
+	// A stored frame has no seq of its own, or its zero would win over
+	// the one WithSeq puts first.
+	resp, _ := v1.Encode(v1.ControlResponse{RequestID: "c", Response: json.RawMessage(`{}`)})
+	f, err = v1.Decode(v1.WithSeq(nil, resp, 4))
+	if err != nil || v1.FrameSeq(f) != 4 {
+		t.Fatalf("control_response: %+v, %v (stored as %s)", f, err, resp)
 	}
 }
 

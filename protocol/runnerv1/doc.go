@@ -11,6 +11,12 @@
 // replaces, so a client written from that protocol's tables works unchanged;
 // seq, last_seq, host_control and input are additions such a client can
 // ignore.
+//
+// Batch frames are an extension a host must ask for: with host_control and
+// "batch": true in its init, the runner may carry several consecutive
+// frames of the log in one batch frame (see AppendBatch for the layout),
+// which saves a WebSocket message per frame while the host is behind.
+// Every other client gets exactly one frame per WebSocket message.
 package runnerv1
 
 // Version is the protocol version this package speaks.
@@ -29,6 +35,7 @@ const (
 	TypeDone            = "done"
 	TypeError           = "error"
 	TypeControlResponse = "control_response"
+	TypeBatch           = "batch"
 )
 
 // Error codes sent in error frames.

@@ -18,6 +18,9 @@ type Init struct {
 	// every stdout line (control requests included) goes to the host and
 	// input frames go to the agent's stdin.
 	HostControl bool `json:"host_control,omitempty"`
+	// Batch says the host reads batch frames; the runner sends them only
+	// on host-control connections that ask.
+	Batch bool `json:"batch,omitempty"`
 }
 
 // Query starts a turn.
@@ -94,9 +97,19 @@ type Error struct {
 
 // ControlResponse answers a Control frame.
 type ControlResponse struct {
-	Seq       uint64          `json:"seq"`
+	Seq       uint64          `json:"seq,omitempty"`
 	RequestID string          `json:"request_id"`
 	Response  json.RawMessage `json:"response"`
+}
+
+// Batch carries consecutive frames of the session's log in one WebSocket
+// message, so a host that is behind catches up in a few large writes
+// instead of one per frame. Frames[i] has seq Seq+i; the frames inside
+// carry no seq of their own on the wire, and are never batches. Only a
+// host that asked for batches in its init (with host_control) gets them.
+type Batch struct {
+	Seq    uint64
+	Frames []Frame
 }
 
 func (Init) FrameType() string            { return TypeInit }
@@ -110,6 +123,7 @@ func (Message) FrameType() string         { return TypeMessage }
 func (Done) FrameType() string            { return TypeDone }
 func (Error) FrameType() string           { return TypeError }
 func (ControlResponse) FrameType() string { return TypeControlResponse }
+func (Batch) FrameType() string           { return TypeBatch }
 
 // Frame is any frame above.
 type Frame interface {

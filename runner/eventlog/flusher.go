@@ -182,18 +182,13 @@ func (l *Log) commit(items []batchItem) error {
 			}
 			evb := sb.Bucket(bucketEvents)
 			evb.FillPercent = 1 // keys only grow: pack the pages
-			if err := dropBefore(evb, it.s.diskFirst, min(it.first, it.s.committed+1)); err != nil {
-				return err
-			}
-			// bbolt keeps the key and value slices until the commit:
-			// records are immutable, so it gets them as they are.
-			for _, r := range it.evs {
-				if r.seq() < it.first {
-					continue // already dropped by retention
-				}
-				if err := evb.Put(r.key(), r.value()); err != nil {
+			if it.s.diskFirst < it.first {
+				if err := dropBefore(evb, min(it.first, it.s.committed+1)); err != nil {
 					return err
 				}
+			}
+			if err := putEvents(evb, it.evs, it.first); err != nil {
+				return err
 			}
 			if err := evb.SetSequence(it.evs[len(it.evs)-1].seq()); err != nil {
 				return err

@@ -22,12 +22,13 @@
 // The file is a bbolt database (go.etcd.io/bbolt): pure Go (no cgo), one
 // file, ACID transactions with copy-on-write B+trees (a crash leaves the
 // last committed state), ordered keys, and maintained by the etcd project,
-// whose storage it is. Events live in one bucket per session under
-// big-endian uint64 keys, so a cursor walks them in seq order; the value
-// is the 8-byte big-endian Unix-nanosecond time followed by the payload.
-// The bucket's sequence holds the highest committed seq, so seqs survive
-// retention emptying the bucket. Per-session metadata sits beside the
-// events.
+// whose storage it is. Events live in one bucket per session, in runs of
+// consecutive seqs, one value per run keyed by the run's last and first
+// seq, so a cursor walks them in seq order and a commit costs bbolt one
+// key per run, not per event (the layout is described with the record
+// type). The bucket's sequence holds the highest committed seq, so seqs
+// survive retention emptying the bucket. Per-session metadata sits beside
+// the events.
 //
 // The API is kept small (Append, Read, Sync, First/Last, Meta, Delete,
 // Compact) so that it can become an interface when a later backend, for
@@ -37,7 +38,6 @@ package eventlog
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -254,7 +254,12 @@ func (l *Log) load() (err error) {
 				return err
 			}
 		}
-		if v := info.Get(keyFormat); !bytes.Equal(v, formatVersion) {
+		switch v := info.Get(keyFormat); {
+		case bytes.Equal(v, formatV1):
+			if err := info.Put(keyFormat, formatVersion); err != nil {
+				return err
+			}
+		case !bytes.Equal(v, formatVersion):
 			return fmt.Errorf("%w: unsupported format %q", ErrCorrupt, v)
 		}
 		if root == nil {
@@ -273,20 +278,14 @@ func (l *Log) load() (err error) {
 			}
 			s.last = evb.Sequence()
 			s.committed = s.last
-			c := evb.Cursor()
-			if k, _ := c.First(); k != nil {
-				s.first = seqOf(k)
-			} else {
-				s.first = s.last + 1
-			}
-			if _, v := c.Last(); len(v) >= 8 {
-				s.lastTime = int64(binary.BigEndian.Uint64(v))
+			if err := l.loadBounds(evb, s); err != nil {
+				return err
 			}
 			s.diskFirst = s.first
 			l.sessions[s.name] = s
 			before := s.first
 			if limit := l.opts.MaxEventsPerSession; limit > 0 && s.last-s.first+1 > uint64(limit) {
-				if err := dropBefore(evb, s.diskFirst, s.last-uint64(limit)+1); err != nil {
+				if err := dropBefore(evb, s.last-uint64(limit)+1); err != nil {
 					return err
 				}
 				s.first = s.last - uint64(limit) + 1
@@ -308,6 +307,27 @@ func (l *Log) load() (err error) {
 		return boltErr("load", err)
 	}
 	l.log.Debug("eventlog opened", "sessions", len(l.sessions), "dropped_by_retention", dropped)
+	return nil
+}
+
+// loadBounds sets a session's first seq and last time from its events on
+// disk. A damaged last value costs only its time (Read reports it).
+func (l *Log) loadBounds(evb *bolt.Bucket, s *sessionState) error {
+	c := evb.Cursor()
+	k, _ := c.First()
+	if k == nil {
+		s.first = s.last + 1
+		return nil
+	}
+	first, _, err := keyRange(k)
+	if err != nil {
+		return err
+	}
+	s.first = first
+	k, v := c.Last()
+	if s.lastTime, err = lastStoredTime(k, v); err != nil {
+		l.log.Warn("eventlog: last value of a session is damaged", "session", s.name, "err", err)
+	}
 	return nil
 }
 
@@ -344,15 +364,15 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 	if len(payloads) > 1 {
 		recs = make([]record, 0, len(payloads))
 	}
-	var charge int64
+	size := 0
 	for _, p := range payloads {
 		if len(p) > MaxPayloadLen {
 			return 0, fmt.Errorf("eventlog: append to %q: %w: %d bytes", name, ErrTooLarge, len(p))
 		}
-		r := newRecord(p)
-		recs = append(recs, r)
-		charge += int64(len(r)) + eventOverhead
+		size += recordHeader + len(p)
 	}
+	recs = newRecords(recs, payloads, size)
+	charge := int64(size) + int64(len(recs))*eventOverhead
 
 	l.mu.Lock()
 	for {

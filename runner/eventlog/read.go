@@ -32,6 +32,17 @@ const (
 //
 // Payloads are the caller's to keep and modify.
 func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
+	return l.read(ctx, session, after, false)
+}
+
+// ReadShared is Read for a reader that only passes payloads on (a front
+// end writing them to a connection): payloads of events not yet committed
+// are the log's own memory, not copies, so they must not be modified.
+func (l *Log) ReadShared(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
+	return l.read(ctx, session, after, true)
+}
+
+func (l *Log) read(ctx context.Context, session string, after uint64, shared bool) iter.Seq2[Event, error] {
 	s, err := l.lookup(session)
 	var end, first uint64 = 0, 1
 	if s != nil {
@@ -58,7 +69,7 @@ func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[
 				return
 			}
 			var err error
-			if buf, err = l.readChunk(s, next, end, buf[:0]); err != nil {
+			if buf, err = l.readChunk(s, next, end, buf[:0], shared); err != nil {
 				yield(Event{}, err)
 				return
 			}
@@ -73,8 +84,8 @@ func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[
 }
 
 // readChunk appends to buf the events of s from seq from on, at most up
-// to end, and at least one.
-func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event, error) {
+// to end, and at least one; shared: uncommitted payloads are not copied.
+func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event, shared bool) ([]Event, error) {
 	l.structMu.RLock()
 	defer l.structMu.RUnlock()
 
@@ -96,7 +107,11 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event
 		recs := s.tail[from-base : min(end-base+1, from-base+chunkEvents)]
 		l.mu.Unlock()
 		for _, r := range recs {
-			buf = append(buf, r.event())
+			if shared {
+				buf = append(buf, r.sharedEvent())
+			} else {
+				buf = append(buf, r.event())
+			}
 		}
 		return buf, nil
 	}
@@ -109,14 +124,24 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event
 			return nil
 		}
 		c := evb.Cursor()
-		want, size := from, 0
-		for k, v := c.Seek(seqKey(from)); k != nil && want <= end; k, v = c.Next() {
-			if seqOf(k) != want || len(v) < 8 || len(buf) == chunkEvents || size >= chunkBytes {
-				break
+		want, size, full := from, 0, false
+		for k, v := c.Seek(seqKey(from)); k != nil && !full; k, v = c.Next() {
+			err := eachStored(k, v, func(seq uint64, t int64, payload []byte) bool {
+				if seq < want {
+					return true // the value holding from starts before it
+				}
+				if seq != want || want > end || len(buf) == chunkEvents || size >= chunkBytes {
+					full = true
+					return false
+				}
+				buf = append(buf, storedEvent(seq, t, payload))
+				size += 8 + len(payload)
+				want++
+				return true
+			})
+			if err != nil {
+				return err
 			}
-			buf = append(buf, decodeEvent(want, v))
-			size += len(v)
-			want++
 		}
 		return nil
 	})

@@ -7,39 +7,85 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Storage layout (format "1"):
+// Storage layout (format "2"):
 //
-//	info/format                 "1"
+//	info/format                 "2"
 //	sessions/<name>/meta        the session's metadata
-//	sessions/<name>/events/     bucket: big-endian seq -> record value;
-//	                            its bucket sequence is the highest committed seq
+//	sessions/<name>/events/     bucket of events, see below; its bucket
+//	                            sequence is the highest committed seq
+//
+// Events are stored in runs of consecutive seqs, one value per run:
+//
+//	key: last, first (16 bytes)   value: for each of first..last, its record:
+//	                              seq (8 bytes), time (8), payload length
+//	                              (4), payload
+//	key: seq (8 bytes)            value: time (8 bytes), payload; format "1"
+//	                              files hold only these, one per event
+//
+// Numbers are big-endian and times Unix nanoseconds. Keys sort by the
+// last seq they hold, so a cursor walks the events in seq order and
+// Seek(seq) lands on the value holding seq. One Put per run, not per
+// event: bbolt's cost is per key. Format "1" files are format "2" files;
+// Open marks them so, which keeps older versions from misreading them.
 
-// record is one event as it is stored: its key, the big-endian seq, then
-// its value, the big-endian Unix-ns time and the payload. Append builds it
-// in one allocation and the commit hands both parts to bbolt as they are;
-// once in a tail it is never written again.
+// record is one event as it is stored in a run (see above). Append builds
+// the records of one call back to back in one allocation, so a run of
+// them is a value as it is, which the commit hands to bbolt without a
+// copy; once in a tail a record is never written again. A record's
+// capacity reaches to the end of its allocation (see contiguous); its
+// payload, handed out, is capped at its own length.
 type record []byte
 
-const recordHeader = 16
+const recordHeader = 20
 
-func newRecord(payload []byte) record {
-	r := make(record, recordHeader+len(payload))
-	copy(r[recordHeader:], payload)
+// newRecords appends to dst a record per payload, all in one allocation
+// of size bytes: the records of one append are committed, and so
+// dropped from memory, together.
+func newRecords(dst []record, payloads [][]byte, size int) []record {
+	buf := make([]byte, size)
+	for _, p := range payloads {
+		n := recordHeader + len(p)
+		r := record(buf[:n])
+		binary.BigEndian.PutUint32(r[16:20], uint32(len(p)))
+		copy(r[recordHeader:], p)
+		buf = buf[n:]
+		dst = append(dst, r)
+	}
+	return dst
+}
+
+// newStoredRecord makes a record of an event read back from disk (its
+// payload is copied).
+func newStoredRecord(seq uint64, t int64, payload []byte) record {
+	r := newRecords(nil, [][]byte{payload}, recordHeader+len(payload))[0]
+	r.stamp(seq, t)
 	return r
 }
 
-func (r record) seq() uint64   { return binary.BigEndian.Uint64(r) }
-func (r record) key() []byte   { return r[:8:8] }
-func (r record) value() []byte { return r[8:] }
-func (r record) event() Event  { return decodeEvent(r.seq(), r.value()) }
+func (r record) seq() uint64     { return binary.BigEndian.Uint64(r) }
+func (r record) time() int64     { return int64(binary.BigEndian.Uint64(r[8:16])) }
+func (r record) payload() []byte { return r[recordHeader:len(r):len(r)] }
+func (r record) event() Event    { return storedEvent(r.seq(), r.time(), r.payload()) }
+
+// sharedEvent is the event without a copy of its payload: records are
+// never written again, and the payload is capped at its own length, so an
+// append to it cannot reach the next record.
+func (r record) sharedEvent() Event {
+	ev := Event{Seq: r.seq(), Time: time.Unix(0, r.time())}
+	if len(r) > recordHeader {
+		ev.Payload = r.payload()
+	}
+	return ev
+}
+
 func (r record) stamp(seq uint64, t int64) {
 	binary.BigEndian.PutUint64(r[0:8], seq)
 	binary.BigEndian.PutUint64(r[8:16], uint64(t))
 }
 
-// decodeEvent decodes a stored value; the payload is copied.
-func decodeEvent(seq uint64, v []byte) Event {
-	return Event{Seq: seq, Time: time.Unix(0, int64(binary.BigEndian.Uint64(v))), Payload: clone(v[8:])}
+// contiguous reports whether b follows a in the same allocation.
+func contiguous(a, b record) bool {
+	return len(a) < cap(a) && &a[:len(a)+1][len(a)] == &b[0]
 }
 
 var (
@@ -48,14 +94,13 @@ var (
 	bucketEvents   = []byte("events")
 	keyFormat      = []byte("format")
 	keyMeta        = []byte("meta")
-	formatVersion  = []byte("1")
+	formatVersion  = []byte("2")
+	formatV1       = []byte("1")
 )
 
 func seqKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
 }
-
-func seqOf(k []byte) uint64 { return binary.BigEndian.Uint64(k) }
 
 // eventsBucket returns the events bucket of a session, nil if the session
 // is not on disk.

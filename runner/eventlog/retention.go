@@ -2,7 +2,6 @@ package eventlog
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -93,32 +92,4 @@ func (l *Log) ageCutoff() *int64 {
 	}
 	c := l.opts.Now().Add(-l.opts.MaxAge).UnixNano()
 	return &c
-}
-
-// expire deletes the events of evb, from seq from on, whose time is
-// before cutoff, stopping at the first that is not, and returns the seq
-// after the last deleted one (from when none was). Times never go back
-// within a session, so the expired events are a prefix.
-func expire(evb *bolt.Bucket, from uint64, cutoff int64) (uint64, error) {
-	cut := from
-	c := evb.Cursor()
-	for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
-		if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) >= cutoff {
-			break
-		}
-		cut = seqOf(k) + 1
-	}
-	return cut, dropBefore(evb, from, cut)
-}
-
-// dropBefore deletes the events with seqs in [from, to).
-func dropBefore(evb *bolt.Bucket, from, to uint64) error {
-	var key [8]byte
-	for seq := from; seq < to; seq++ {
-		binary.BigEndian.PutUint64(key[:], seq)
-		if err := evb.Delete(key[:]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +27,13 @@ type conn struct {
 	ctx    context.Context // background work; ends on Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	lines  chan []byte
+	// lines carries the agent's lines to Read, a WebSocket message's worth
+	// at a time: out gathers them (loop goroutine), pending holds those
+	// Read has yet to return (Read's caller).
+	lines   chan [][]byte
+	out     [][]byte
+	pending [][]byte
+	items   [][]byte // a batch's frames (loop goroutine)
 
 	mu        sync.Mutex
 	ws        *websocket.Conn
@@ -55,7 +62,7 @@ type conn struct {
 }
 
 func newConn(t *Transport) *conn {
-	c := &conn{t: t, lines: make(chan []byte), connected: make(chan struct{}), done: make(chan struct{})}
+	c := &conn{t: t, lines: make(chan [][]byte), connected: make(chan struct{}), done: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -90,7 +97,7 @@ func (c *conn) dial(ctx context.Context, resume string) (*websocket.Conn, v1.Fra
 	}
 	ws.SetReadLimit(maxFrame)
 	init := v1.Init{ProtocolVersion: v1.Version, SessionOpts: c.t.SessionOpts, WorkspaceID: c.t.WorkspaceID,
-		Resume: resume, LastSeq: c.lastSeq.Load(), HostControl: true}
+		Resume: resume, LastSeq: c.lastSeq.Load(), HostControl: true, Batch: true}
 	frame, _ := v1.Encode(init)
 	if err := ws.Write(dctx, websocket.MessageText, frame); err != nil {
 		ws.CloseNow()
@@ -187,6 +194,9 @@ func (c *conn) loop(ws *websocket.Conn, first v1.Frame) {
 		c.wg.Add(1)
 		go c.ping(pingCtx, ws)
 		err := c.handle(first)
+		if ferr := c.flush(); err == nil {
+			err = ferr
+		}
 		if err == nil {
 			err = c.read(ws)
 		}
@@ -221,23 +231,62 @@ func isTerminal(err error) bool {
 
 // read delivers message payloads until the connection fails.
 func (c *conn) read(ws *websocket.Conn) error {
+	var r messageReader
 	for {
-		_, data, err := ws.Read(c.ctx)
+		data, err := r.read(c.ctx, ws)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
 				return errSessionEnded
 			}
 			return err
 		}
-		if seq, _, line, ok := v1.DecodeRawMessage(data); ok {
-			// The common case, without a full decode of the frame.
-			if err := c.deliver(seq, line); err != nil {
-				return err
-			}
+		err = c.message(data)
+		// The lines before a failure are the session's too: they go first.
+		if ferr := c.flush(); ferr != nil {
+			return ferr
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// message handles one WebSocket message from the runner.
+func (c *conn) message(data []byte) error {
+	// The common cases, without a full decode of the frame: one message,
+	// or a batch of them.
+	if seq, _, line, ok := v1.DecodeRawMessage(data); ok {
+		c.deliver(seq, line)
+		return nil
+	}
+	var seq uint64
+	var ok bool
+	if seq, c.items, ok = v1.SplitBatch(data, c.items[:0]); ok {
+		defer clear(c.items)
+		return c.readBatch(seq, c.items)
+	}
+	frame, err := v1.Decode(data)
+	if err != nil {
+		c.t.logger().Warn("remote: bad frame from runner", "err", err)
+		return nil
+	}
+	return c.handle(frame)
+}
+
+// readBatch handles the frames of a batch, the first numbered seq.
+func (c *conn) readBatch(seq uint64, items [][]byte) error {
+	if c.out == nil {
+		c.out = make([][]byte, 0, len(items))
+	}
+	for i, item := range items {
+		n := seq + uint64(i)
+		if _, line, ok := v1.DecodeRawLine(item); ok {
+			c.deliver(n, line)
 			continue
 		}
-		frame, err := v1.Decode(data)
+		frame, err := v1.DecodeBatchItem(item, n)
 		if err != nil {
+			// Its seq is spent all the same: later frames keep theirs.
 			c.t.logger().Warn("remote: bad frame from runner", "err", err)
 			continue
 		}
@@ -245,10 +294,20 @@ func (c *conn) read(ws *websocket.Conn) error {
 			return err
 		}
 	}
+	return nil
 }
 
 // handle applies one runner frame; frames already seen are dropped.
 func (c *conn) handle(frame v1.Frame) error {
+	if b, ok := frame.(v1.Batch); ok {
+		// Its frames are numbered, and dropped if seen, one by one.
+		for _, f := range b.Frames {
+			if err := c.handle(f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	seq := seqOf(frame)
 	if seq != 0 {
 		if seq <= c.lastSeq.Load() {
@@ -269,7 +328,7 @@ func (c *conn) handle(frame v1.Frame) error {
 			c.resendAfter(f.InputSeq, true)
 		}
 	case v1.Message:
-		return c.push(f.AgentLine())
+		c.out = append(c.out, f.AgentLine())
 	case v1.Error:
 		if f.Code == v1.CodeAgentExited {
 			return &RunnerError{Code: f.Code, Details: f.Details}
@@ -299,18 +358,27 @@ func (c *conn) replayHandshake() {
 	}()
 }
 
-// deliver hands on a message line unless it was seen already.
-func (c *conn) deliver(seq uint64, line []byte) error {
+// deliver hands on a copy of a message line (the reader reuses its
+// buffer) unless it was seen already. Each line has its own memory, as
+// over a local process: a message the application keeps holds only its
+// line.
+func (c *conn) deliver(seq uint64, line []byte) {
 	if seq <= c.lastSeq.Load() {
-		return nil
+		return
 	}
 	c.lastSeq.Store(seq)
-	return c.push(line)
+	c.out = append(c.out, bytes.Clone(line))
 }
 
-func (c *conn) push(line []byte) error {
+// flush hands the lines gathered from a message to Read, waiting for it:
+// a reader that is behind slows the connection down.
+func (c *conn) flush() error {
+	if len(c.out) == 0 {
+		return nil
+	}
 	select {
-	case c.lines <- line:
+	case c.lines <- c.out:
+		c.out = nil // Read's now
 		return nil
 	case <-c.ctx.Done():
 		return c.ctx.Err()
@@ -331,6 +399,8 @@ func seqOf(f v1.Frame) uint64 {
 		if !f.Resumed {
 			return f.Seq
 		}
+	case v1.Batch:
+		return f.Seq
 	}
 	return 0
 }
@@ -401,22 +471,31 @@ func (c *conn) finish(err error) {
 }
 
 func (c *conn) Read(ctx context.Context) ([]byte, error) {
-	select {
-	case line := <-c.lines:
-		return line, nil
-	case <-c.done:
+	if len(c.pending) == 0 {
 		select {
-		case line := <-c.lines:
-			return line, nil
-		default:
+		case c.pending = <-c.lines:
+		case <-c.done:
+			select {
+			case c.pending = <-c.lines:
+			default:
+				return nil, c.endErr()
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		if c.termErr == nil || errors.Is(c.termErr, errSessionEnded) || c.ctx.Err() != nil {
-			return nil, io.EOF
-		}
-		return nil, c.termErr
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	line := c.pending[0]
+	c.pending[0] = nil
+	c.pending = c.pending[1:]
+	return line, nil
+}
+
+// endErr is what Read returns once the connection is over.
+func (c *conn) endErr() error {
+	if c.termErr == nil || errors.Is(c.termErr, errSessionEnded) || c.ctx.Err() != nil {
+		return io.EOF
+	}
+	return c.termErr
 }
 
 // Write sends one line to the agent. While reconnecting it waits (bounded
