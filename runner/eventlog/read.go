@@ -1,9 +1,11 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -34,9 +36,10 @@ const (
 func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
 	s, err := l.lookup(session)
 	var end, first uint64 = 0, 1
+	var gaps []gap
 	if s != nil {
 		l.mu.Lock()
-		end, first = s.last, s.first
+		end, first, gaps = s.last, s.first, s.gaps
 		l.mu.Unlock()
 	}
 	return func(yield func(Event, error) bool) {
@@ -52,13 +55,13 @@ func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[
 			return
 		}
 		buf := make([]Event, 0, min(end-after, chunkEvents))
-		for next := after + 1; next <= end; {
+		for next := skipGaps(gaps, after+1); next <= end; {
 			if err := ctx.Err(); err != nil {
 				yield(Event{}, fmt.Errorf("eventlog: read %q: %w", session, err))
 				return
 			}
 			var err error
-			if buf, err = l.readChunk(s, next, end, buf[:0]); err != nil {
+			if buf, err = l.readChunk(s, next, end, gaps, buf[:0]); err != nil {
 				yield(Event{}, err)
 				return
 			}
@@ -67,14 +70,14 @@ func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[
 					return
 				}
 			}
-			next = buf[len(buf)-1].Seq + 1
+			next = skipGaps(gaps, buf[len(buf)-1].Seq+1)
 		}
 	}
 }
 
-// readChunk appends to buf the events of s from seq from on, at most up
-// to end, and at least one.
-func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event, error) {
+// readChunk appends to buf the events of s from seq from on (which is in
+// no gap), at most up to end, and at least one; it passes over gaps.
+func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Event) ([]Event, error) {
 	l.structMu.RLock()
 	defer l.structMu.RUnlock()
 
@@ -92,11 +95,17 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event
 		return buf, truncated(s.name, from-1, first)
 	}
 	if len(s.tail) > 0 && from >= s.tail[0].seq() {
-		base := s.tail[0].seq()
-		recs := s.tail[from-base : min(end-base+1, from-base+chunkEvents)]
+		// In seq order, consecutive but for gaps: search, then cut at end.
+		tail := s.tail
+		i, _ := slices.BinarySearchFunc(tail, from, func(r record, seq uint64) int { return cmp.Compare(r.seq(), seq) })
+		j, _ := slices.BinarySearchFunc(tail, end+1, func(r record, seq uint64) int { return cmp.Compare(r.seq(), seq) })
+		recs := tail[i:min(j, i+chunkEvents)]
 		l.mu.Unlock()
 		for _, r := range recs {
 			buf = append(buf, r.event())
+		}
+		if len(buf) == 0 {
+			return buf, fmt.Errorf("%w: session %q: event %d is missing", ErrCorrupt, s.name, from)
 		}
 		return buf, nil
 	}
@@ -111,12 +120,16 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event) ([]Event
 		c := evb.Cursor()
 		want, size := from, 0
 		for k, v := c.Seek(seqKey(from)); k != nil && want <= end; k, v = c.Next() {
-			if seqOf(k) != want || len(v) < 8 || len(buf) == chunkEvents || size >= chunkBytes {
+			seq := seqOf(k)
+			if seq > end || len(v) < 8 || len(buf) == chunkEvents || size >= chunkBytes {
 				break
 			}
-			buf = append(buf, decodeEvent(want, v))
+			if seq != want && !inGap(gaps, want, seq-1) {
+				break
+			}
+			buf = append(buf, decodeEvent(seq, v))
 			size += len(v)
-			want++
+			want = seq + 1
 		}
 		return nil
 	})

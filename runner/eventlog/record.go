@@ -11,6 +11,7 @@ import (
 //
 //	info/format                 "1"
 //	sessions/<name>/meta        the session's metadata
+//	sessions/<name>/gaps        seqs skipped (see Skip), pairs of big-endian seqs
 //	sessions/<name>/events/     bucket: big-endian seq -> record value;
 //	                            its bucket sequence is the highest committed seq
 
@@ -48,6 +49,7 @@ var (
 	bucketEvents   = []byte("events")
 	keyFormat      = []byte("format")
 	keyMeta        = []byte("meta")
+	keyGaps        = []byte("gaps")
 	formatVersion  = []byte("1")
 )
 
