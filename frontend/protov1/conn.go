@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
+	"github.com/tetherhq/tether/runner/eventlog"
 )
 
 // conn is one host connection: at most one session.
@@ -180,7 +181,11 @@ func (c *conn) writeEvents(ctx context.Context, sess *runner.Session, after uint
 	var buf []byte
 	for ev, err := range sess.Events(ctx, after) {
 		if err != nil {
-			c.sendError(ctx, "", v1.CodeInternal, err.Error())
+			code := v1.CodeInternal
+			if errors.Is(err, eventlog.ErrAhead) {
+				code = v1.CodeLastSeqAhead
+			}
+			c.sendError(ctx, "", code, err.Error())
 			return err
 		}
 		buf = v1.WithSeq(buf[:0], ev.Payload, ev.Seq)
