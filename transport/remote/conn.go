@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	cc "github.com/tetherhq/tether/protocol/claudecode"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/transport"
 )
@@ -41,6 +43,10 @@ type conn struct {
 	handshakeOnce sync.Once
 	handshake     []byte
 	agentStarts   int
+
+	// openTurns counts user lines written without a result delivered
+	// since: the turns an agent restart cuts short (see endLostTurns).
+	openTurns atomic.Int64
 
 	// Input frames are numbered; the ones a resumed ready does not cover
 	// are sent again (under mu).
@@ -263,6 +269,9 @@ func (c *conn) handle(frame v1.Frame) error {
 			c.agentStarts++
 			if c.agentStarts > 1 {
 				c.resendAfter(0, false)
+				if err := c.endLostTurns(f.SessionID); err != nil {
+					return err
+				}
 				c.replayHandshake()
 			}
 		} else {
@@ -271,12 +280,38 @@ func (c *conn) handle(frame v1.Frame) error {
 	case v1.Message:
 		return c.push(f.AgentLine())
 	case v1.Error:
-		if f.Code == v1.CodeAgentExited {
+		if f.Code == v1.CodeAgentExited || f.Code == v1.CodeLastSeqAhead {
 			return &RunnerError{Code: f.Code, Details: f.Details}
 		}
 		c.t.logger().Warn("remote: runner reported an error", "code", f.Code, "details", f.Details)
 	}
 	return nil
+}
+
+// endLostTurns ends, with an error result each, the turns the old agent
+// had not finished when the runner started a new one (the runner was
+// killed, or the session ended while nobody was attached): the new agent
+// knows nothing of them, and a caller waiting for their results would
+// wait forever. The conversation goes on with the new agent.
+func (c *conn) endLostTurns(sessionID string) error {
+	for n := c.openTurns.Swap(0); n > 0; n-- {
+		if err := c.push(lostTurnResult(sessionID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lostTurnResult is the result line that ends a turn lost with its agent.
+func lostTurnResult(sessionID string) []byte {
+	line, _ := json.Marshal(map[string]any{
+		"type": cc.TypeResult, "subtype": "error_during_execution", "is_error": true,
+		"duration_ms": 0, "duration_api_ms": 0, "num_turns": 0, "result": "", "stop_reason": nil,
+		"session_id": sessionID, "total_cost_usd": 0,
+		"usage":  map[string]int{"input_tokens": 0, "output_tokens": 0},
+		"errors": []string{ErrTurnLost.Error()},
+	})
+	return line
 }
 
 // replayHandshake sends the first line this connection ever wrote (the
@@ -309,6 +344,9 @@ func (c *conn) deliver(seq uint64, line []byte) error {
 }
 
 func (c *conn) push(line []byte) error {
+	if cc.PeekType(line) == cc.TypeResult && c.openTurns.Add(-1) < 0 {
+		c.openTurns.Add(1) // a result of no turn of ours (an interrupt's, say)
+	}
 	select {
 	case c.lines <- line:
 		return nil
@@ -430,6 +468,9 @@ func (c *conn) Write(ctx context.Context, line []byte) error {
 	frame, err := c.numbered(line)
 	if err != nil {
 		return err
+	}
+	if cc.PeekType(line) == cc.TypeUser {
+		c.openTurns.Add(1)
 	}
 	return c.send(ctx, frame)
 }
