@@ -34,6 +34,11 @@ var (
 	// ErrInvalidOptions is wrapped by drivers for session options their
 	// policy refuses.
 	ErrInvalidOptions = errors.New("invalid session options")
+	// ErrAhead: the host saw more of the session than its log holds, by
+	// more than a crash can lose.
+	ErrAhead = errors.New("runner: the host is ahead of the session's log")
+	// ErrWorkspace: the session's workspace repository could not be made.
+	ErrWorkspace = errors.New("runner: workspace preparation failed")
 )
 
 // LastSeq is the highest event seq logged for a session.
@@ -91,6 +96,11 @@ type OpenRequest struct {
 	// Resume names an earlier session to restart (its agent resumes the
 	// conversation). Empty starts a new session.
 	Resume string
+	// LastSeq is the last event seq the host saw of the resumed session.
+	// When the log ends before it, a crash lost the events in between
+	// before their commit: the session's numbering goes on after LastSeq,
+	// so that the host is never given a seq it saw for another event.
+	LastSeq uint64
 }
 
 // Lookup returns a live session.
@@ -118,7 +128,7 @@ func (r *Runner) Open(ctx context.Context, req OpenRequest) (*Session, error) {
 		return nil, err
 	}
 	defer r.opening.Done()
-	s, err := r.start(ctx, id, meta, req.Resume != "")
+	s, err := r.start(ctx, id, meta, req)
 	if err != nil {
 		r.release(id, nil)
 		return nil, err
@@ -194,8 +204,11 @@ func (r *Runner) release(id string, s *Session) {
 	}
 }
 
-func (r *Runner) start(ctx context.Context, id string, meta sessionMeta, resume bool) (*Session, error) {
-	ws, err := r.cfg.Workspaces.Acquire(ctx, meta.WorkspaceID)
+// start takes the workspace, records the session and starts its agent.
+// The workspace's repository and "before" snapshot are made meanwhile
+// (see preparation): the agent's start is all a session waits for.
+func (r *Runner) start(ctx context.Context, id string, meta sessionMeta, req OpenRequest) (*Session, error) {
+	ws, err := r.cfg.Workspaces.Claim(ctx, meta.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -204,31 +217,82 @@ func (r *Runner) start(ctx context.Context, id string, meta sessionMeta, resume 
 		ws.Release()
 		return nil, err
 	}
-	rawMeta, _ := json.Marshal(meta)
-	if err := r.cfg.Log.SetMeta(id, rawMeta); err != nil {
+	if err := r.record(id, meta, req); err != nil {
 		ws.Release()
 		return nil, err
 	}
-	// The snapshot runs while the agent starts: no prompt reaches the agent
-	// before Open returns, so the "before" state is still intact, and the
-	// session's start costs no more than the agent's own.
-	snapshotted := make(chan struct{})
+	prep := r.prepareWorkspace(ws, id)
+	agent, err := r.cfg.Driver.Start(ctx, AgentSpec{
+		SessionID: id, Workspace: ws.Path(), Home: home,
+		Options: meta.Options, Resume: req.Resume != "", Relay: meta.Relay,
+	})
+	if err != nil {
+		prep.cancel()
+		<-prep.done
+		ws.Release()
+		return nil, err
+	}
+	return newSession(r, id, meta.WorkspaceID, ws, agent, prep), nil
+}
+
+// record writes the session's metadata, and for a resume whose host saw
+// events the log lost, the gap after them. The metadata is not committed
+// on its own: the group commit that carries the session's first events
+// (its ready, at the latest) carries it too, so a crash before that commit
+// loses the session whole, and resuming it fails with ErrSessionNotFound.
+func (r *Runner) record(id string, meta sessionMeta, req OpenRequest) error {
+	rawMeta, _ := json.Marshal(meta)
+	if err := r.cfg.Log.SetMetaAsync(id, rawMeta); err != nil {
+		return err
+	}
+	if req.Resume == "" || req.LastSeq == 0 {
+		return nil
+	}
+	last, err := r.cfg.Log.Last(id)
+	if err != nil {
+		return err
+	}
+	if req.LastSeq <= last {
+		return nil
+	}
+	if err := r.cfg.Log.Skip(id, req.LastSeq); err != nil {
+		if errors.Is(err, eventlog.ErrAhead) {
+			return fmt.Errorf("%w: %w", ErrAhead, err)
+		}
+		return err
+	}
+	r.log.Warn("host saw events the log lost in a crash; numbering goes on after them",
+		"session", id, "log_last", last, "host_last", req.LastSeq)
+	return nil
+}
+
+// preparation is the workspace's repository and its "before" snapshot,
+// made while the agent starts. Nothing from the host reaches the agent
+// before it is done (see Session.Prepared), so the snapshot holds the
+// workspace as it was before the session.
+type preparation struct {
+	done   chan struct{}
+	err    error // the repository could not be made; set before done closes
+	cancel context.CancelFunc
+}
+
+func (r *Runner) prepareWorkspace(ws *workspace.Workspace, id string) *preparation {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &preparation{done: make(chan struct{}), cancel: cancel}
+	r.wg.Add(1)
 	go func() {
-		defer close(snapshotted)
+		defer r.wg.Done()
+		defer close(p.done)
+		if err := ws.Prepare(ctx); err != nil {
+			p.err = fmt.Errorf("%w: %w", ErrWorkspace, err)
+			r.log.Error("workspace preparation failed", "session", id, "err", err)
+			return
+		}
 		if _, err := ws.Snapshot(ctx, "tether: before session "+id); err != nil {
 			r.log.Warn("workspace snapshot failed", "session", id, "err", err)
 		}
 	}()
-	agent, err := r.cfg.Driver.Start(ctx, AgentSpec{
-		SessionID: id, Workspace: ws.Path(), Home: home,
-		Options: meta.Options, Resume: resume, Relay: meta.Relay,
-	})
-	<-snapshotted
-	if err != nil {
-		ws.Release()
-		return nil, err
-	}
-	return newSession(r, id, meta.WorkspaceID, ws, agent), nil
+	return p
 }
 
 // ShuttingDown reports whether Shutdown has begun: sessions that end now

@@ -23,6 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fakeDriver starts fakeAgents; Start waits for gate when it is set (and,
 // with gateWorkspace set, only in that workspace).
 type fakeDriver struct {
+	fail          error // Start fails with it
 	gate          chan struct{}
 	gateWorkspace string
 	started       atomic.Int32
@@ -40,6 +41,9 @@ func (d *fakeDriver) Validate(opts json.RawMessage) error {
 
 func (d *fakeDriver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent, error) {
 	d.started.Add(1)
+	if d.fail != nil {
+		return nil, d.fail
+	}
 	if d.gate != nil && (d.gateWorkspace == "" || filepath.Base(spec.Workspace) == d.gateWorkspace) {
 		select {
 		case <-d.gate:

@@ -18,6 +18,7 @@ type Session struct {
 	workspaceID string
 	ws          *workspace.Workspace
 	agent       Agent
+	prep        *preparation
 
 	ctx    context.Context // ends with the session
 	cancel context.CancelFunc
@@ -36,9 +37,9 @@ type Session struct {
 	endReason string
 }
 
-func newSession(r *Runner, id, workspaceID string, ws *workspace.Workspace, agent Agent) *Session {
+func newSession(r *Runner, id, workspaceID string, ws *workspace.Workspace, agent Agent, prep *preparation) *Session {
 	s := &Session{
-		r: r, id: id, workspaceID: workspaceID, ws: ws, agent: agent,
+		r: r, id: id, workspaceID: workspaceID, ws: ws, agent: agent, prep: prep,
 		changed: make(chan struct{}), idle: make(chan struct{}), ended: make(chan struct{}),
 	}
 	close(s.idle)
@@ -62,6 +63,20 @@ func (s *Session) Agent() Agent { return s.agent }
 
 // Context ends when the session ends.
 func (s *Session) Context() context.Context { return s.ctx }
+
+// Prepared waits until the workspace is ready for the agent to change it:
+// its repository made and the "before" snapshot taken, both started with
+// the agent. A front end calls it before anything from the host reaches
+// the agent. It returns an error matching ErrWorkspace if the repository
+// could not be made (the session cannot keep its history), or ctx's.
+func (s *Session) Prepared(ctx context.Context) error {
+	select {
+	case <-s.prep.done:
+		return s.prep.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Go runs fn for the session's life (a front end's pump from the agent to
 // the log); fn's context ends with the session, and fn must return then.
@@ -286,6 +301,7 @@ func (s *Session) End(reason string) {
 		s.cancel()
 		s.mu.Unlock()
 		_ = s.agent.Close()
+		<-s.prep.done // bounded by the git timeout; the session owns it
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := s.ws.Snapshot(ctx, "tether: after session "+s.id); err != nil {

@@ -52,8 +52,12 @@ type Config struct {
 	MaxConnsPerToken  int
 	MaxFrameSize      int64
 	InitializeTimeout time.Duration
-	Auth              auth.LoadOptions
-	Logger            *slog.Logger
+	// LogCommitWindow is the event log's group-commit window
+	// (eventlog.Options.FlushInterval; 0: its default of 2 ms): longer
+	// means fewer fsyncs, and more of the last frames lost with a crash.
+	LogCommitWindow time.Duration
+	Auth            auth.LoadOptions
+	Logger          *slog.Logger
 	// Ready, if set, receives the listening address once serving.
 	Ready func(addr string)
 }
@@ -197,7 +201,7 @@ func assemble(cfg Config, log *slog.Logger) (*parts, error) {
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
-	elog, err := eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log})
+	elog, err := eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log, FlushInterval: cfg.LogCommitWindow})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"golang.org/x/sys/unix"
@@ -54,6 +53,10 @@ type Command struct {
 	// reported as a clean end; Close then stops it.
 	EOFExitWait time.Duration
 	Logger      *slog.Logger
+	// Launcher, when set, forks the child from a thread shared with the
+	// other Commands that use it, instead of one of the child's own (see
+	// Launcher): for processes that run many agents at once.
+	Launcher *Launcher
 }
 
 // Connect starts the process. ctx bounds the start only; the process lives
@@ -184,22 +187,39 @@ func (c *commandConn) logger() *slog.Logger {
 }
 
 // run starts the process and waits for it to end. Pdeathsig fires when the
-// thread that forked the child exits, and the Go runtime may end a thread
-// at any time unless a goroutine is locked to it: so the forking thread stays
-// locked until the child has exited.
+// thread that forked the child exits, and the Go runtime ends a thread whose
+// goroutine exits while locked to it: so the child is forked from a thread
+// that stays locked until the child has exited, the Launcher's or its own.
 func (c *commandConn) run(started chan<- error) {
-	runtime.LockOSThread()
-	if err := c.cmd.Start(); err != nil {
-		runtime.UnlockOSThread()
-		started <- err
-		return
+	var release func()
+	if l := c.cfg.Launcher; l != nil {
+		var err error
+		if release, err = l.start(c.cmd); err != nil {
+			started <- err
+			return
+		}
+		defer release() // after the reap below
+	} else {
+		runtime.LockOSThread()
+		if err := c.cmd.Start(); err != nil {
+			runtime.UnlockOSThread()
+			started <- err
+			return
+		}
 	}
 	started <- nil
-	pid := c.cmd.Process.Pid
 	// Wait for the exit without reaping: the zombie leader keeps its pid,
 	// and so the group id, from being reused while we sweep the group.
-	waitErr := waitExited(pid)
-	runtime.UnlockOSThread()
+	waitErr := waitExited(c.cmd.Process.Pid)
+	if release == nil {
+		runtime.UnlockOSThread()
+	}
+	c.reap(waitErr)
+}
+
+// reap sweeps what is left of the exited leader's group, reaps the leader
+// and reports its exit.
+func (c *commandConn) reap(waitErr error) {
 	if waitErr != nil {
 		// No way to wait without reaping: reap, then stop signalling.
 		err := c.cmd.Wait()
@@ -210,7 +230,7 @@ func (c *commandConn) run(started chan<- error) {
 		return
 	}
 	c.sigMu.Lock()
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 	c.leaderGone = true
 	c.exitErr = c.cmd.Wait() // the leader is a zombie: this does not block
 	c.sigMu.Unlock()
@@ -228,26 +248,27 @@ func (c *commandConn) signalGroup(sig syscall.Signal) {
 
 func (c *commandConn) drainStderr() {
 	defer close(c.stderrEOF)
-	r := bufio.NewReaderSize(io.TeeReader(c.stderr, c.tail), stderrLineMax)
+	var lines *stderrLines
+	if c.cfg.Stderr != nil {
+		lines = &stderrLines{emit: c.cfg.Stderr}
+	}
+	buf := make([]byte, stderrReadSize)
 	for {
-		// ReadSlice, not ReadString: a child that writes megabytes without
-		// a newline must not make us buffer them all.
-		chunk, err := r.ReadSlice('\n')
-		if len(chunk) > 0 && c.cfg.Stderr != nil {
-			line := string(chunk)
-			if err != bufio.ErrBufferFull {
-				line = strings.TrimRight(line, "\r\n")
+		n, err := c.stderr.Read(buf)
+		if n > 0 {
+			_, _ = c.tail.Write(buf[:n])
+			if lines != nil {
+				lines.write(buf[:n])
 			}
-			c.cfg.Stderr(line)
 		}
-		if err != nil && err != bufio.ErrBufferFull {
+		if err != nil {
+			if lines != nil {
+				lines.flush()
+			}
 			return
 		}
 	}
 }
-
-// stderrLineMax is the longest stderr line handed to Command.Stderr whole.
-const stderrLineMax = 16 << 10
 
 // deadlineOnDone arranges for set(past) to run when ctx is done, which wakes
 // a blocked read or write on the file. stop undoes it: it clears the

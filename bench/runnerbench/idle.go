@@ -3,15 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -39,7 +43,11 @@ done
 func serveChild(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	cli := fs.String("cli", "", "agent executable")
+	exact := fs.Bool("exact-profile", false, "record every allocation (for a heap profile; costs memory)")
 	_ = fs.Parse(args)
+	if *exact {
+		runtime.MemProfileRate = 1
+	}
 	ip, err := startInproc(*cli, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -47,8 +55,47 @@ func serveChild(args []string) int {
 	}
 	defer ip.close()
 	fmt.Println("LISTENING", ip.url)
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	// Each line on stdin names a file to write a heap profile to (the
+	// parent asks once the sessions are idle); EOF ends the child.
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if err := writeHeapProfile(in.Text()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		fmt.Println("PROFILED")
+	}
 	return 0
+}
+
+// writeHeapProfile writes the heap profile to path, and the goroutines
+// (grouped by stack) with the memory statistics to path+".txt".
+func writeHeapProfile(path string) error {
+	runtime.GC()
+	err := writeProfile(path, "heap", 0)
+	if err == nil {
+		err = writeProfile(path+".txt", "goroutine", 1)
+	}
+	if err != nil {
+		return err
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	f, err := os.OpenFile(path+".txt", os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "\nHeapInuse %d\nHeapAlloc %d\nStackInuse %d\nMSpanInuse %d\nMCacheInuse %d\nGCSys %d\nOtherSys %d\nSys %d\nGoroutines %d\n",
+		ms.HeapInuse, ms.HeapAlloc, ms.StackInuse, ms.MSpanInuse, ms.MCacheInuse, ms.GCSys, ms.OtherSys, ms.Sys, runtime.NumGoroutine())
+	return errors.Join(err, f.Close())
+}
+
+func writeProfile(path, name string, debug int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = pprof.Lookup(name).WriteTo(f, debug)
+	return errors.Join(err, f.Close())
 }
 
 type idleResult struct {
@@ -56,10 +103,13 @@ type idleResult struct {
 	perSessionKiB float64
 	readyMedian   time.Duration
 	agentStart    time.Duration
+	threads       int64 // the runner's OS threads with the sessions idle
 }
 
 // idle opens n sessions on a runner in a child process and reads its RSS.
-func idle(self string, n int) (idleResult, error) {
+// With memprofile set, the child records every allocation and writes a
+// heap profile there once the sessions are idle (its RSS is then larger).
+func idle(self string, n int, memprofile string) (idleResult, error) {
 	dir, err := os.MkdirTemp("", "runnerbench-idle-")
 	if err != nil {
 		return idleResult{}, err
@@ -70,6 +120,10 @@ func idle(self string, n int) (idleResult, error) {
 		return idleResult{}, err
 	}
 	cmd := exec.Command(self, "serve", "-cli", script)
+	if memprofile != "" {
+		// RSS is then off: this run is for the profile.
+		cmd.Args = append(cmd.Args, "-exact-profile")
+	}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -77,7 +131,8 @@ func idle(self string, n int) (idleResult, error) {
 		return idleResult{}, err
 	}
 	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
 	if err != nil {
 		return idleResult{}, err
 	}
@@ -93,10 +148,12 @@ func idle(self string, n int) (idleResult, error) {
 	time.Sleep(time.Second)
 	before := rssKiB(cmd.Process.Pid)
 	var conns []*websocket.Conn
+	var readers sync.WaitGroup
 	defer func() {
 		for _, c := range conns {
 			c.CloseNow()
 		}
+		readers.Wait()
 	}()
 	var readies []time.Duration
 	for i := range n {
@@ -107,9 +164,18 @@ func idle(self string, n int) (idleResult, error) {
 		}
 		readies = append(readies, time.Since(start))
 		conns = append(conns, ws)
+		// A connected host keeps reading (and so answers the runner's
+		// pings): every session stays attached for the whole measure.
+		readers.Go(func() { drain(ctx, ws) })
 	}
 	time.Sleep(2 * time.Second)
 	after := rssKiB(cmd.Process.Pid)
+	threads := procStatus(cmd.Process.Pid, "Threads:")
+	if memprofile != "" {
+		if err := profileChild(stdin, out, memprofile); err != nil {
+			return idleResult{}, err
+		}
+	}
 	own, err := agentStart(script, 50)
 	if err != nil {
 		return idleResult{}, err
@@ -117,8 +183,17 @@ func idle(self string, n int) (idleResult, error) {
 	slices.Sort(readies)
 	return idleResult{
 		sessions: n, perSessionKiB: float64(after-before) / float64(n),
-		readyMedian: readies[len(readies)/2], agentStart: own,
+		readyMedian: readies[len(readies)/2], agentStart: own, threads: threads,
 	}, nil
+}
+
+// drain reads a connection until it ends, as an idle host does.
+func drain(ctx context.Context, ws *websocket.Conn) {
+	for {
+		if _, _, err := ws.Read(ctx); err != nil {
+			return
+		}
+	}
 }
 
 // agentStart is the agent's own start: spawn it and complete initialize,
@@ -142,13 +217,32 @@ func agentStart(script string, reps int) (time.Duration, error) {
 	return ds[len(ds)/2], nil
 }
 
-func rssKiB(pid int) int64 {
+// profileChild asks the serve child for a heap profile and waits for it.
+func profileChild(stdin io.Writer, stdout *bufio.Reader, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(stdin, abs); err != nil {
+		return err
+	}
+	line, err := stdout.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "PROFILED" {
+		return fmt.Errorf("heap profile of the runner: %q, %v", line, err)
+	}
+	return nil
+}
+
+func rssKiB(pid int) int64 { return procStatus(pid, "VmRSS:") }
+
+// procStatus reads one numeric field of /proc/PID/status (0 if absent).
+func procStatus(pid int, field string) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, field); ok {
 			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return n
 		}

@@ -28,6 +28,7 @@ func main() {
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of the throughput case (median)")
 	flag.StringVar(&cfg.only, "only", "", "run one case: throughput, latency, replay or idle")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `FILE`")
+	flag.StringVar(&cfg.memprofile, "memprofile", "", "write an exact heap profile of the idle case's runner to `FILE` (its memory figure is then off)")
 	flag.Parse()
 	if cfg.cpuprofile != "" {
 		f, err := os.Create(cfg.cpuprofile)
@@ -47,5 +48,5 @@ func main() {
 
 type config struct {
 	n, latencyN, sessions, replay, reps int
-	only, cpuprofile                    string
+	only, cpuprofile, memprofile        string
 }

@@ -15,14 +15,15 @@ func run(cfg config) error {
 	fmt.Printf("runnerbench: %s, %d CPUs; agent: a Go stream-json stub (this binary), sandbox off\n\n", runtime.Version(), runtime.NumCPU())
 
 	switch cfg.only {
+	case "":
 	case "throughput":
 		local, remote, err := throughput(self, cfg.n, cfg.reps)
 		fmt.Printf("throughput: local %.0f msgs/s, runner %.0f msgs/s, ratio %.2f\n", local, remote, remote/local)
 		return err
 	case "latency":
 		lat, rlat, err := latency(self, cfg.latencyN)
-		fmt.Printf("latency p50: local %s, runner %s, added %s; p99: local %s, runner %s\n",
-			us(lat[0]), us(rlat[0]), us(rlat[0]-lat[0]), us(lat[1]), us(rlat[1]))
+		fmt.Printf("latency: p50 local %s, runner %s (+%s); p99 local %s, runner %s (+%s)\n",
+			us(lat[0]), us(rlat[0]), us(rlat[0]-lat[0]), us(lat[1]), us(rlat[1]), us(rlat[1]-lat[1]))
 		return err
 	case "replay":
 		frames, perSec, err := replay(self, cfg.replay, false)
@@ -33,13 +34,12 @@ func run(cfg config) error {
 		fmt.Printf("replay: %d frames, seed-only client %.0f frames/s, SDK host (batches) %.0f frames/s\n", frames, perSec, relayPerSec)
 		return err
 	case "idle":
-		idl, err := idle(self, cfg.sessions)
-		fmt.Printf("idle: %d sessions, %.1f KiB each; init → ready %s (agent's own start %s)\n",
-			idl.sessions, idl.perSessionKiB, ms(idl.readyMedian), ms(idl.agentStart))
+		idl, err := idle(self, cfg.sessions, cfg.memprofile)
+		fmt.Printf("idle: %d sessions, %.1f KiB per session, %d runner threads; init → ready median %s vs the agent's own start %s (+%s)\n",
+			idl.sessions, idl.perSessionKiB, idl.threads, ms(idl.readyMedian), ms(idl.agentStart), ms(idl.readyMedian-idl.agentStart))
 		return err
-	case "":
 	default:
-		return fmt.Errorf("unknown case %q", cfg.only)
+		return fmt.Errorf("unknown case %q (want throughput, latency, replay or idle)", cfg.only)
 	}
 	local, remote, err := throughput(self, cfg.n, cfg.reps)
 	if err != nil {
@@ -57,7 +57,7 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	idl, err := idle(self, cfg.sessions)
+	idl, err := idle(self, cfg.sessions, cfg.memprofile)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tetherhq/tether/runner/auth"
+	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/server"
 )
 
@@ -81,5 +82,7 @@ func newServeCmd() *cobra.Command {
 	fl.IntVar(&cfg.MaxSessions, "max-sessions", 1000, "live sessions at most (0: no limit)")
 	fl.IntVar(&cfg.MaxConnsPerToken, "max-conns-per-token", 100, "connections per token at most (0: no limit)")
 	fl.Int64Var(&cfg.MaxFrameSize, "max-frame-size", 16<<20, "largest host frame in `BYTES`")
+	fl.DurationVar(&cfg.LogCommitWindow, "log-commit-window", eventlog.DefaultFlushInterval,
+		"how long the event log gathers frames into one commit (longer: fewer fsyncs, more frames lost with a crash)")
 	return cmd
 }

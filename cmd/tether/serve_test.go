@@ -35,13 +35,16 @@ type serveProc struct {
 // mockCLI writes a script that runs tether's built-in mock as the claude
 // CLI: `tether serve` hands agents only a whitelisted environment, so the
 // scenario is set in the script itself.
-func mockCLI(t *testing.T, scenario string, delayMS int) string {
+func mockCLI(t *testing.T, scenario string, delayMS int, exports ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "claude")
 	script := "#!/bin/sh\n" +
 		"export " + mockclaude.EnvScenario + "=" + scenario + "\n" +
-		"export " + mockclaude.EnvDelayMS + "=" + strconv.Itoa(delayMS) + "\n" +
-		"exec " + tetherPath() + " mock-claude \"$@\"\n"
+		"export " + mockclaude.EnvDelayMS + "=" + strconv.Itoa(delayMS) + "\n"
+	for _, kv := range exports {
+		script += "export " + kv + "\n"
+	}
+	script += "exec " + tetherPath() + " mock-claude \"$@\"\n"
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

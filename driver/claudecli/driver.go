@@ -45,6 +45,9 @@ type SandboxConfig struct {
 type Driver struct {
 	cfg     Config
 	cliPath string
+	// launcher forks every CLI from one shared thread: a runner holds many
+	// agents, and a thread each would cost more than an idle agent else.
+	launcher transport.Launcher
 }
 
 // New checks the CLI (and the sandbox, when configured) once.
@@ -154,7 +157,7 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 		return nil, nil, err
 	}
 	cmd := &transport.Command{Path: d.cliPath, Args: args, Env: opts.CommandEnv(), Dir: spec.Workspace,
-		ExitGrace: d.cfg.ShutdownGrace, Logger: d.cfg.Logger, Stderr: d.stderr(spec.SessionID)}
+		ExitGrace: d.cfg.ShutdownGrace, Logger: d.cfg.Logger, Stderr: d.stderr(spec.SessionID), Launcher: &d.launcher}
 	if d.cfg.Sandbox == nil {
 		return cmd, nil, nil
 	}

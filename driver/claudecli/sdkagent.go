@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 
 	"github.com/tetherhq/tether/claude"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
@@ -15,60 +14,29 @@ import (
 var errRelayOnly = errors.New("claudecli: raw input needs a relay session (init with host_control)")
 
 // sdkAgent runs the CLI through the Go SDK: the runner speaks the control
-// protocol, and output lines are handed on verbatim.
+// protocol, and output lines are handed on verbatim. Next takes messages
+// straight from the client, so an idle agent costs no goroutine of its own.
 type sdkAgent struct {
 	client *claude.Client
-	out    chan item
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
 }
 
-type item struct {
-	msg claude.Message
-	err error
-}
-
-func newSDKAgent(client *claude.Client) *sdkAgent {
-	ctx, stop := context.WithCancel(context.Background())
-	a := &sdkAgent{client: client, out: make(chan item), stop: stop}
-	a.wg.Add(1)
-	go a.pump(ctx)
-	return a
-}
-
-// pump moves messages from the client to Next; it ends with the output.
-func (a *sdkAgent) pump(ctx context.Context) {
-	defer a.wg.Done()
-	defer close(a.out)
-	for msg, err := range a.client.Messages(ctx) {
-		select {
-		case a.out <- item{msg, err}:
-		case <-ctx.Done():
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
-}
+func newSDKAgent(client *claude.Client) *sdkAgent { return &sdkAgent{client: client} }
 
 func (a *sdkAgent) Next(ctx context.Context) (runner.Output, error) {
-	select {
-	case it, ok := <-a.out:
-		if !ok {
-			return runner.Output{}, errEnded(a.client)
+	for msg, err := range a.client.Messages(ctx) {
+		if err != nil {
+			return runner.Output{}, err
 		}
-		if it.err != nil {
-			return runner.Output{}, it.err
-		}
-		out := runner.Output{Line: it.msg.Raw()}
-		if r, ok := it.msg.(*claude.ResultMessage); ok {
+		out := runner.Output{Line: msg.Raw()}
+		if r, ok := msg.(*claude.ResultMessage); ok {
 			out.TurnEnded, out.TurnFailed = true, r.IsError
 		}
 		return out, nil
-	case <-ctx.Done():
-		return runner.Output{}, ctx.Err()
 	}
+	if err := ctx.Err(); err != nil {
+		return runner.Output{}, err
+	}
+	return runner.Output{}, errEnded(a.client)
 }
 
 // ErrAgentEnded is returned by Next once the CLI's output has ended cleanly.
@@ -106,12 +74,7 @@ func (a *sdkAgent) Interrupt(ctx context.Context) error { return a.client.Interr
 
 func (a *sdkAgent) Input(context.Context, []byte) error { return errRelayOnly }
 
-func (a *sdkAgent) Close() error {
-	err := a.client.Close()
-	a.stop()
-	a.wg.Wait()
-	return err
-}
+func (a *sdkAgent) Close() error { return a.client.Close() }
 
 // userInput turns a v1 prompt (a string or content blocks) into a user line.
 func userInput(prompt json.RawMessage) (claude.UserInput, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -58,7 +59,7 @@ func (c *conn) run(ctx context.Context) {
 			return
 		}
 	}
-	go c.ping(ctx)
+	defer c.startPing(ctx)()
 	written := make(chan error, 1)
 	go func() {
 		err := c.writeEvents(ctx, sess, after)
@@ -186,27 +187,56 @@ func (c *conn) sendReady(ctx context.Context, sess *runner.Session) error {
 	return c.write(ctx, frame)
 }
 
-// ping keeps the connection alive and detects a dead peer.
-func (c *conn) ping(ctx context.Context) {
+// startPing keeps the connection alive and detects a dead peer: it pings
+// the host every PingInterval until the returned stop is called, from a
+// timer rather than a goroutine of its own, so an idle connection holds
+// no stack for it. stop returns once no ping is under way.
+func (c *conn) startPing(ctx context.Context) (stop func()) {
 	every := c.srv.PingInterval
 	if every <= 0 {
 		every = DefaultPingInterval
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	ctx, cancel := context.WithCancel(ctx)
+	var (
+		mu      sync.Mutex
+		stopped bool
+		running sync.WaitGroup
+		timer   *time.Timer
+	)
+	ping := func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
 			return
-		case <-t.C:
-			pctx, cancel := context.WithTimeout(ctx, every)
-			err := c.ws.Ping(pctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
+		}
+		running.Add(1)
+		mu.Unlock()
+		defer running.Done()
+		pctx, cancelPing := context.WithTimeout(ctx, every)
+		err := c.ws.Ping(pctx)
+		cancelPing()
+		if err != nil {
+			if ctx.Err() == nil {
 				c.log.Info("host did not answer ping; dropping connection", "err", err)
 				_ = c.ws.CloseNow()
-				return
 			}
+			return
 		}
+		mu.Lock()
+		if !stopped {
+			timer.Reset(every)
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	timer = time.AfterFunc(every, ping)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
+		cancel()
+		running.Wait()
 	}
 }

@@ -29,6 +29,9 @@ func (c *conn) readFrames(ctx context.Context, sess *runner.Session) error {
 
 // handle applies one host frame to the session.
 func (s *Server) handle(ctx context.Context, sess *runner.Session, frame v1.Frame) error {
+	if err := s.prepared(ctx, sess, frame); err != nil {
+		return err
+	}
 	agent := sess.Agent()
 	switch f := frame.(type) {
 	case v1.Query:
@@ -70,6 +73,24 @@ func (s *Server) handle(ctx context.Context, sess *runner.Session, frame v1.Fram
 		s.emitError(ctx, sess, "", v1.CodeInvalidFrame, "a host does not send "+frame.FrameType()+" frames")
 	}
 	return nil
+}
+
+// prepared holds a frame bound for the agent until the session's
+// workspace is prepared (see runner.Session.Prepared); a session whose
+// workspace could not be prepared ends, with an error frame.
+func (s *Server) prepared(ctx context.Context, sess *runner.Session, frame v1.Frame) error {
+	switch frame.(type) {
+	case v1.Query, v1.Control, v1.Interrupt, v1.Input:
+	default:
+		return nil
+	}
+	err := sess.Prepared(ctx)
+	if errors.Is(err, runner.ErrWorkspace) {
+		s.emitError(ctx, sess, requestIDOf(frame), v1.CodeAgentStartFailed, err.Error())
+		sess.End("workspace preparation failed")
+		return errSessionOver
+	}
+	return err
 }
 
 // control runs a control request off the read loop: the answer comes

@@ -3,6 +3,7 @@ package protov1
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	segjson "github.com/segmentio/encoding/json"
 
@@ -24,12 +25,17 @@ func (s *Server) open(ctx context.Context, init v1.Init) (sess *runner.Session, 
 			if init.WorkspaceID != "" && init.WorkspaceID != sess.WorkspaceID() {
 				return nil, false, 0, runner.ErrWorkspaceMismatch
 			}
+			// A live session has logged every frame it sent, even if a
+			// crash since lost some (the restart numbered on after them).
+			if last, _ := s.Runner.LastSeq(sess.ID()); init.LastSeq > last {
+				return nil, false, 0, fmt.Errorf("%w: last_seq %d, the session's last frame is %d", runner.ErrAhead, init.LastSeq, last)
+			}
 			return sess, true, init.LastSeq, nil
 		}
 	}
 	sess, err = s.Runner.Open(ctx, runner.OpenRequest{
 		WorkspaceID: init.WorkspaceID, Options: init.SessionOpts,
-		Relay: init.HostControl, Resume: init.Resume,
+		Relay: init.HostControl, Resume: init.Resume, LastSeq: init.LastSeq,
 	})
 	if err != nil {
 		return nil, false, 0, err
@@ -197,6 +203,8 @@ func codeFor(err error) (string, string) {
 		return v1.CodeSessionNotFound, err.Error()
 	case errors.Is(err, runner.ErrShuttingDown):
 		return v1.CodeShuttingDown, err.Error()
+	case errors.Is(err, runner.ErrAhead):
+		return v1.CodeLastSeqAhead, err.Error()
 	case isClosed(err), errors.Is(err, context.DeadlineExceeded):
 		return "", ""
 	}

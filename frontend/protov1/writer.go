@@ -2,6 +2,7 @@ package protov1
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/coder/websocket"
@@ -33,7 +34,11 @@ const writeTimeout = 30 * time.Second
 func (c *conn) writeEvents(ctx context.Context, sess *runner.Session, after uint64) error {
 	for group, err := range sess.EventGroups(ctx, after, groupFrames, groupBytes) {
 		if err != nil {
-			c.sendError(ctx, "", v1.CodeInternal, err.Error())
+			code := v1.CodeInternal
+			if errors.Is(err, eventlog.ErrAhead) {
+				code = v1.CodeLastSeqAhead
+			}
+			c.sendError(ctx, "", code, err.Error())
 			return err
 		}
 		if err := c.writeGroup(ctx, group); err != nil {

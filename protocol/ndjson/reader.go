@@ -15,9 +15,14 @@ import (
 // images and big tool results, which overflow the 1 MiB caps of other SDKs.
 const DefaultMaxLineSize = 64 << 20
 
-// smallBufferSize is the working buffer for ordinary lines. Lines that do not
-// fit move to a one-off buffer of their own (see growLarge).
-const smallBufferSize = 64 << 10
+// The working buffer for ordinary lines adapts to the stream (see
+// nextSize): an idle stream holds minBufferSize, a busy one reads in chunks
+// of maxBufferSize. Lines that do not fit that move to a one-off buffer of
+// their own (see growLarge).
+const (
+	minBufferSize = 4 << 10
+	maxBufferSize = 64 << 10
+)
 
 // LineTooLongError reports a line over the cap. The line was skipped whole;
 // the next ReadLine returns the line after it.
@@ -61,6 +66,9 @@ type Reader struct {
 	discarding bool  // skipping the rest of an overlong line
 	discarded  int64 // bytes skipped so far in that line
 	eof        bool
+
+	lastRead int  // bytes the last read returned
+	filled   bool // the last read filled all the room it was given
 }
 
 // NewReader returns a Reader with the given cap on a line's length; a cap of
@@ -69,7 +77,7 @@ func NewReader(src io.Reader, maxLineSize int) *Reader {
 	if maxLineSize <= 0 {
 		maxLineSize = DefaultMaxLineSize
 	}
-	return &Reader{src: src, max: maxLineSize, buf: make([]byte, smallBufferSize)}
+	return &Reader{src: src, max: maxLineSize, buf: make([]byte, minBufferSize)}
 }
 
 // MaxLineSize reports the cap in force.
@@ -149,23 +157,28 @@ func (r *Reader) take(lineEnd int) (line []byte, err error, ok bool) {
 	return out, nil, true
 }
 
-// fill reads more input, making room first: compact, discard, or grow.
+// fill reads more input, making room first: discard, resize, compact, or
+// grow.
 func (r *Reader) fill() error {
 	pending := r.end - r.start
-	switch {
+	switch size := r.nextSize(pending); {
 	case r.discarding || pending > r.max:
 		r.discarding = true
 		r.discarded += int64(pending)
 		r.start, r.end, r.scan = 0, 0, 0
 		r.dropLarge()
+	case size != len(r.buf):
+		r.resize(size)
 	case r.start > 0 && (r.end == len(r.buf) || r.start >= len(r.buf)/2):
 		copy(r.buf, r.buf[r.start:r.end])
 		r.start, r.end = 0, pending
 	case r.end == len(r.buf):
 		r.growLarge()
 	}
+	room := len(r.buf) - r.end
 	n, err := r.src.Read(r.buf[r.end:])
 	r.end += n
+	r.lastRead, r.filled = n, n == room
 	if n > 0 {
 		return nil
 	}
@@ -173,6 +186,38 @@ func (r *Reader) fill() error {
 		err = io.ErrNoProgress
 	}
 	return err
+}
+
+// nextSize is the size the working buffer should have for the next read,
+// given pending unread bytes. Data flowing (the last read filled its room,
+// or one line fills the buffer) takes the full size at once: while lines
+// keep coming, reads stay large and compaction rare. An idle-looking
+// stream (the last read was small and ended on a line end: a writer that
+// stops has written whole lines, while mid-stream reads mostly end inside
+// one) cuts it to fit, so a pause in a busy stream rarely makes the buffer
+// shrink and grow again.
+func (r *Reader) nextSize(pending int) int {
+	size := len(r.buf)
+	switch {
+	case r.large:
+	case (r.filled || pending == size) && size < maxBufferSize:
+		return maxBufferSize
+	case pending == 0 && size > minBufferSize && 4*r.lastRead < size:
+		fit := minBufferSize
+		for fit < 2*r.lastRead {
+			fit *= 2
+		}
+		return fit
+	}
+	return size
+}
+
+// resize moves the unread bytes into a new working buffer of size bytes.
+func (r *Reader) resize(size int) {
+	buf := make([]byte, size)
+	r.end = copy(buf, r.buf[r.start:r.end])
+	r.start = 0
+	r.buf = buf
 }
 
 // growLarge moves a line that outgrew the buffer into a larger one. The first
@@ -200,14 +245,12 @@ func (r *Reader) dropLarge() {
 	}
 }
 
-// moveRestToSmall returns to a small buffer, keeping unread bytes.
+// moveRestToSmall returns to a working buffer, keeping unread bytes: one
+// that fits them, at least as large as the buffer that the line outgrew,
+// since data was flowing.
 func (r *Reader) moveRestToSmall() {
 	rest := r.buf[r.start:r.end]
-	size := smallBufferSize
-	if len(rest) > size {
-		size = len(rest)
-	}
-	small := make([]byte, size)
+	small := make([]byte, max(maxBufferSize, len(rest)))
 	r.end = copy(small, rest)
 	r.start, r.scan = 0, 0
 	r.buf = small

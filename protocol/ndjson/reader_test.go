@@ -81,7 +81,7 @@ func TestTruncatedTailIsReported(t *testing.T) {
 }
 
 func TestLargeLineCrossesBuffers(t *testing.T) {
-	big := strings.Repeat("z", 3*smallBufferSize+17)
+	big := strings.Repeat("z", 3*maxBufferSize+17)
 	in := "a\n" + big + "\nb\n"
 	lines, errs := readAll(t, NewReader(strings.NewReader(in), 0))
 	if len(errs) != 0 || len(lines) != 3 || lines[1] != big || lines[2] != "b" {
@@ -216,5 +216,70 @@ func TestBufferedNeverReads(t *testing.T) {
 	all := append(got, rest...)
 	if strings.Join(all, ",") != "b" {
 		t.Fatalf("after a: buffered %q then read %q", got, rest)
+	}
+}
+
+// chunkReader returns one scripted chunk per Read (cut to the room given).
+type chunkReader struct{ chunks []string }
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	if c.chunks[0] = c.chunks[0][n:]; c.chunks[0] == "" {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
+
+// The working buffer starts small, takes the full size as soon as a read
+// fills it, and goes back to small once the stream looks idle (a small
+// read that ends on a line end), which is what an idle reader holds.
+func TestBufferFollowsTheStream(t *testing.T) {
+	line := strings.Repeat("x", 99) + "\n"
+	burst := strings.Repeat(line, 2000)
+	src := &chunkReader{chunks: []string{"{\"init\":1}\n", burst, "{\"result\":1}\n"}}
+	r := NewReader(src, 0)
+	if len(r.buf) != minBufferSize {
+		t.Fatalf("new reader holds %d bytes, want %d", len(r.buf), minBufferSize)
+	}
+	read := func(want string) {
+		t.Helper()
+		got, err := r.ReadLine()
+		if err != nil || string(got) != want {
+			t.Fatalf("ReadLine = %.20q, %v; want %.20q", got, err, want)
+		}
+	}
+	read(`{"init":1}`)
+	if len(r.buf) != minBufferSize {
+		t.Fatalf("after a small read: %d bytes, want %d", len(r.buf), minBufferSize)
+	}
+	largest := 0
+	for range 2000 {
+		read(line[:99])
+		largest = max(largest, len(r.buf))
+	}
+	if largest != maxBufferSize {
+		t.Fatalf("a burst read with at most %d bytes, want %d", largest, maxBufferSize)
+	}
+	read(`{"result":1}`)
+	if _, err := r.ReadLine(); err != io.EOF {
+		t.Fatalf("after the last line: %v, want EOF", err)
+	}
+	if len(r.buf) != minBufferSize {
+		t.Fatalf("idle after a burst: %d bytes, want %d", len(r.buf), minBufferSize)
+	}
+}
+
+// A line longer than the small buffer grows it; one longer than the full
+// buffer still goes to a one-off buffer and comes back whole.
+func TestBufferGrowsForLongLines(t *testing.T) {
+	mid := strings.Repeat("m", 3*minBufferSize)
+	long := strings.Repeat("l", 2*maxBufferSize)
+	src := &chunkReader{chunks: []string{"a\n", mid + "\n", "b\n" + long + "\nc\n"}}
+	lines, errs := readAll(t, NewReader(iotest.HalfReader(src), 0))
+	if len(errs) != 0 || strings.Join(lines, "|") != "a|"+mid+"|b|"+long+"|c" {
+		t.Fatalf("errs=%v lines=%d", errs, len(lines))
 	}
 }

@@ -29,8 +29,8 @@ func (w *Writer) WriteLine(line []byte) error {
 	defer w.mu.Unlock()
 	w.buf = append(append(w.buf[:0], line...), '\n')
 	_, err := w.dst.Write(w.buf)
-	if cap(w.buf) > smallBufferSize {
-		w.buf = nil // do not pin a huge line's buffer
+	if cap(w.buf) > minBufferSize {
+		w.buf = nil // an idle writer holds no more than an idle reader
 	}
 	return err
 }

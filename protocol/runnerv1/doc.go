@@ -57,4 +57,9 @@ const (
 	CodeControlFailed      = "control_failed"
 	CodeShuttingDown       = "shutting_down"
 	CodeInternal           = "internal_error"
+	// CodeLastSeqAhead refuses a resume whose last_seq is past the end of
+	// the session's log by more than a runner crash can lose (a crash
+	// that lost frames the host had received is not an error: the session
+	// numbers on after last_seq). The host cannot resume that session.
+	CodeLastSeqAhead = "last_seq_ahead"
 )

@@ -23,6 +23,9 @@ const (
 )
 
 func crashChild(mode, path string) int {
+	if mode == "async-meta" {
+		return asyncMetaChild(path)
+	}
 	ctx := context.Background()
 	l, err := Open(path, Options{})
 	if err != nil {

@@ -20,7 +20,8 @@ var (
 
 	// ErrAhead is returned by Read when the reader's position is past the
 	// last event of the session: it saw events this log does not have
-	// (the session was deleted, or they were lost with an unsynced crash).
+	// (the session was deleted, or they were lost with an unsynced crash;
+	// see Skip). Skip returns it for a gap no crash explains.
 	ErrAhead = errors.New("eventlog: position is past the last event")
 
 	// ErrUnknownSession is returned for a session the log does not know.

@@ -92,12 +92,19 @@ func (l *Log) window() time.Duration {
 	return time.Until(l.pendingSince.Add(l.opts.FlushInterval))
 }
 
-// batchItem is the part of one session's tail taken by a commit.
+// batchItem is what a commit takes of one session: its tail, and its
+// gaps and metadata when they changed.
 type batchItem struct {
 	s      *sessionState
 	evs    []record
+	last   uint64 // the session's last seq when taken (past evs after a Skip)
 	first  uint64 // the session's First when taken: older events are not written, and deleted from disk
 	charge int64
+
+	gaps    []gap // nil unless they changed
+	gapsVer uint64
+	meta    []byte
+	metaVer uint64 // 0 unless the metadata changed
 }
 
 // flush commits every pending event in one transaction.
@@ -113,7 +120,14 @@ func (l *Log) flush() error {
 	items := make([]batchItem, 0, len(l.dirty))
 	for _, s := range l.dirty {
 		s.dirty = false
-		items = append(items, batchItem{s: s, evs: s.tail[:len(s.tail):len(s.tail)], first: s.first, charge: s.tailBytes})
+		it := batchItem{s: s, evs: s.tail[:len(s.tail):len(s.tail)], last: s.last, first: s.first, charge: s.tailBytes}
+		if s.gapsVer != s.committedGapsVer {
+			it.gaps, it.gapsVer = s.gaps, s.gapsVer
+		}
+		if s.metaVer != s.committedMetaVer {
+			it.meta, it.metaVer = s.meta, s.metaVer
+		}
+		items = append(items, it)
 	}
 	clear(l.dirty)
 	l.dirty = l.dirty[:0]
@@ -151,15 +165,24 @@ func (l *Log) flush() error {
 		n := len(it.evs)
 		if n == len(s.tail) {
 			s.tail = nil
-		} else {
+		} else if n > 0 {
 			// Copy the rest so the committed prefix can be freed; readers
 			// may still hold the old array, which is never written again.
 			s.tail = append([]record(nil), s.tail[n:]...)
 		}
 		s.tailBytes -= it.charge
 		charge += it.charge
-		s.committed = it.evs[n-1].seq()
+		s.committed = max(s.committed, it.last)
 		s.diskFirst = max(s.diskFirst, it.first)
+		if it.gaps != nil {
+			s.committedGapsVer = it.gapsVer
+		}
+		if it.metaVer != 0 {
+			s.committedMetaVer = it.metaVer
+			if s.metaVer == it.metaVer {
+				s.meta = nil // on disk now: Meta reads it there
+			}
+		}
 	}
 	l.pendingBytes -= charge
 	l.durable = ticket
@@ -190,8 +213,20 @@ func (l *Log) commit(items []batchItem) error {
 			if err := putEvents(evb, it.evs, it.first); err != nil {
 				return err
 			}
-			if err := evb.SetSequence(it.evs[len(it.evs)-1].seq()); err != nil {
-				return err
+			if it.last > it.s.committed {
+				if err := evb.SetSequence(it.last); err != nil {
+					return err
+				}
+			}
+			if it.gaps != nil {
+				if err := sb.Put(keyGaps, encodeGaps(it.gaps)); err != nil {
+					return err
+				}
+			}
+			if it.metaVer != 0 {
+				if err := sb.Put(keyMeta, it.meta); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

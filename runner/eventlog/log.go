@@ -4,7 +4,8 @@
 // Every session has its own sequence: the first event appended to a
 // session gets seq 1, the next 2, and so on, and a seq is never reused,
 // not even after retention dropped old events or after the log was closed
-// and reopened. The log is payload-agnostic: front ends store their own
+// and reopened. The only holes are the gaps Skip leaves, for seqs a reader
+// saw before a crash lost them; Read passes over them. The log is payload-agnostic: front ends store their own
 // frames in it, and replay them to a reconnecting client with Read from
 // the last seq the client saw.
 //
@@ -30,8 +31,8 @@
 // survive retention emptying the bucket. Per-session metadata sits beside
 // the events.
 //
-// The API is kept small (Append, Read, Sync, First/Last, Meta, Delete,
-// Compact) so that it can become an interface when a later backend, for
+// The API is kept small (Append, Read, Sync, First/Last, Skip, Meta,
+// Delete, Compact) so that it can become an interface when a later backend, for
 // example a distributed one, needs to sit behind it.
 package eventlog
 
@@ -180,16 +181,22 @@ type sessionState struct {
 	name string
 
 	// Guarded by Log.mu.
-	last      uint64   // highest seq assigned
+	last      uint64   // highest seq assigned (or skipped)
 	first     uint64   // lowest seq retained (last+1 when none)
 	lastTime  int64    // time of the last event, Unix ns (times never go back)
-	tail      []record // assigned, not yet committed: seqs last-len(tail)+1 .. last; elements never change
-	tailBytes int64    // charge of tail
+	tail      []record // assigned, not yet committed, in seq order (gaps aside, consecutive); elements never change
+	tailBytes int64    // charge of what waits for the disk: tail, meta, gaps
 	dirty     bool     // in Log.dirty
+	gaps      []gap    // sorted; appended to in new arrays only, so readers may keep a copy
+	gapsVer   uint64   // changes with gaps; gaps are on disk once committedGapsVer equals it
+	meta      []byte   // metadata set by SetMetaAsync, not yet on disk (when metaVer > committedMetaVer)
+	metaVer   uint64
 
-	// Guarded by Log.writeMu.
-	committed uint64 // highest seq on disk
-	diskFirst uint64 // lowest seq that may still be on disk
+	// Guarded by Log.writeMu, and Log.mu too for the two versions.
+	committed        uint64 // highest seq on disk
+	diskFirst        uint64 // lowest seq that may still be on disk
+	committedGapsVer uint64
+	committedMetaVer uint64
 }
 
 // Open opens the log at path, creating the file if needed, and applies
@@ -270,6 +277,11 @@ func (l *Log) load() (err error) {
 		}
 		return root.ForEachBucket(func(name []byte) error {
 			s := &sessionState{name: string(name)}
+			gaps, err := decodeGaps(root.Bucket(name).Get(keyGaps))
+			if err != nil {
+				return fmt.Errorf("session %q: %w", name, err)
+			}
+			s.gaps = gaps
 			evb := root.Bucket(name).Bucket(bucketEvents)
 			if evb == nil {
 				s.first, s.diskFirst = 1, 1
@@ -413,20 +425,10 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 	}
 	s.tail = append(s.tail, recs...)
 	s.last += uint64(len(recs))
-	s.tailBytes += charge
 	if limit := l.opts.MaxEventsPerSession; limit > 0 && s.last-s.first+1 > uint64(limit) {
 		s.first = s.last - uint64(limit) + 1
 	}
-	l.appended += uint64(len(recs))
-	l.pendingBytes += charge
-	if !s.dirty {
-		s.dirty = true
-		l.dirty = append(l.dirty, s)
-		if len(l.dirty) == 1 {
-			l.pendingSince = time.Now()
-			signal(l.wake)
-		}
-	}
+	l.pend(s, uint64(len(recs)), charge)
 	if l.pendingBytes >= l.opts.MaxPendingBytes/8 {
 		signal(l.urgent) // enough for a big transaction: do not wait for the window
 	}

@@ -32,10 +32,49 @@ func (l *Log) SetMeta(session string, meta []byte) error {
 		return boltErr(fmt.Sprintf("eventlog: set meta of %q", session), err)
 	}
 	l.mu.Lock()
-	if l.sessions[session] == nil {
-		l.sessions[session] = &sessionState{name: session, first: 1, diskFirst: 1}
+	s := l.sessions[session]
+	if s == nil {
+		s = &sessionState{name: session, first: 1, diskFirst: 1}
+		l.sessions[session] = s
 	}
+	// Supersedes metadata still waiting for a group commit (none can be
+	// in flight: this holds writeMu).
+	s.meta = nil
+	s.metaVer++
+	s.committedMetaVer = s.metaVer
 	l.mu.Unlock()
+	return nil
+}
+
+// SetMetaAsync is SetMeta without a commit of its own: it returns at
+// once, Meta sees the new metadata at once, and it goes to disk with the
+// next group commit (within FlushInterval, or on Sync or Close), in the
+// same transaction as the events appended before that commit and never
+// after an event appended after the call. So a session whose events
+// reached the disk has its metadata there too; after a crash before that
+// commit, the log has neither (Meta reports ErrUnknownSession if the
+// session was new).
+func (l *Log) SetMetaAsync(session string, meta []byte) error {
+	if err := checkName(session); err != nil {
+		return err
+	}
+	meta = slices.Clone(meta)
+	if meta == nil {
+		meta = []byte{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("eventlog: set meta of %q: %w", session, ErrClosed)
+	}
+	s := l.sessions[session]
+	if s == nil {
+		s = &sessionState{name: session, first: 1, diskFirst: 1}
+		l.sessions[session] = s
+	}
+	s.meta = meta
+	s.metaVer++
+	l.pend(s, 1, int64(len(meta))+eventOverhead)
 	return nil
 }
 
@@ -48,6 +87,12 @@ func (l *Log) Meta(session string) ([]byte, error) {
 	}
 	if s == nil {
 		return nil, fmt.Errorf("eventlog: meta of %q: %w", session, ErrUnknownSession)
+	}
+	l.mu.Lock()
+	pending := s.meta
+	l.mu.Unlock()
+	if pending != nil {
+		return clone(pending), nil
 	}
 	var meta []byte
 	err = l.db.View(func(tx *bolt.Tx) error {

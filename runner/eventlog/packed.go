@@ -116,7 +116,8 @@ func nextRun(recs []record) (n, size int, whole bool) {
 		return n, size, true
 	}
 	n, size = 1, len(recs[0])
-	for n < len(recs) && n < packEvents && size+len(recs[n]) <= packBytes {
+	for n < len(recs) && n < packEvents && size+len(recs[n]) <= packBytes &&
+		recs[n].seq() == recs[n-1].seq()+1 { // a gap (Skip) ends a run
 		if m, sz := stretch(recs[n:]); m >= packEvents/8 || sz >= packBytes/8 {
 			break
 		}

@@ -1,9 +1,11 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -45,9 +47,10 @@ func (l *Log) ReadShared(ctx context.Context, session string, after uint64) iter
 func (l *Log) read(ctx context.Context, session string, after uint64, shared bool) iter.Seq2[Event, error] {
 	s, err := l.lookup(session)
 	var end, first uint64 = 0, 1
+	var gaps []gap
 	if s != nil {
 		l.mu.Lock()
-		end, first = s.last, s.first
+		end, first, gaps = s.last, s.first, s.gaps
 		l.mu.Unlock()
 	}
 	return func(yield func(Event, error) bool) {
@@ -63,13 +66,13 @@ func (l *Log) read(ctx context.Context, session string, after uint64, shared boo
 			return
 		}
 		buf := make([]Event, 0, min(end-after, chunkEvents))
-		for next := after + 1; next <= end; {
+		for next := skipGaps(gaps, after+1); next <= end; {
 			if err := ctx.Err(); err != nil {
 				yield(Event{}, fmt.Errorf("eventlog: read %q: %w", session, err))
 				return
 			}
 			var err error
-			if buf, err = l.readChunk(s, next, end, buf[:0], shared); err != nil {
+			if buf, err = l.readChunk(s, next, end, gaps, buf[:0], shared); err != nil {
 				yield(Event{}, err)
 				return
 			}
@@ -78,14 +81,15 @@ func (l *Log) read(ctx context.Context, session string, after uint64, shared boo
 					return
 				}
 			}
-			next = buf[len(buf)-1].Seq + 1
+			next = skipGaps(gaps, buf[len(buf)-1].Seq+1)
 		}
 	}
 }
 
-// readChunk appends to buf the events of s from seq from on, at most up
-// to end, and at least one; shared: uncommitted payloads are not copied.
-func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event, shared bool) ([]Event, error) {
+// readChunk appends to buf the events of s from seq from on (which is in
+// no gap), at most up to end, and at least one; it passes over gaps.
+// shared: uncommitted payloads are not copied.
+func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Event, shared bool) ([]Event, error) {
 	l.structMu.RLock()
 	defer l.structMu.RUnlock()
 
@@ -103,8 +107,11 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event, shared b
 		return buf, truncated(s.name, from-1, first)
 	}
 	if len(s.tail) > 0 && from >= s.tail[0].seq() {
-		base := s.tail[0].seq()
-		recs := s.tail[from-base : min(end-base+1, from-base+chunkEvents)]
+		// In seq order, consecutive but for gaps: search, then cut at end.
+		tail := s.tail
+		i, _ := slices.BinarySearchFunc(tail, from, func(r record, seq uint64) int { return cmp.Compare(r.seq(), seq) })
+		j, _ := slices.BinarySearchFunc(tail, end+1, func(r record, seq uint64) int { return cmp.Compare(r.seq(), seq) })
+		recs := tail[i:min(j, i+chunkEvents)]
 		l.mu.Unlock()
 		for _, r := range recs {
 			if shared {
@@ -112,6 +119,9 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event, shared b
 			} else {
 				buf = append(buf, r.event())
 			}
+		}
+		if len(buf) == 0 {
+			return buf, fmt.Errorf("%w: session %q: event %d is missing", ErrCorrupt, s.name, from)
 		}
 		return buf, nil
 	}
@@ -130,13 +140,14 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, buf []Event, shared b
 				if seq < want {
 					return true // the value holding from starts before it
 				}
-				if seq != want || want > end || len(buf) == chunkEvents || size >= chunkBytes {
+				if seq > end || len(buf) == chunkEvents || size >= chunkBytes ||
+					seq != want && !inGap(gaps, want, seq-1) {
 					full = true
 					return false
 				}
 				buf = append(buf, storedEvent(seq, t, payload))
 				size += 8 + len(payload)
-				want++
+				want = seq + 1
 				return true
 			})
 			if err != nil {

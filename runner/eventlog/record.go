@@ -11,6 +11,7 @@ import (
 //
 //	info/format                 "2"
 //	sessions/<name>/meta        the session's metadata
+//	sessions/<name>/gaps        seqs skipped (see Skip), pairs of big-endian seqs
 //	sessions/<name>/events/     bucket of events, see below; its bucket
 //	                            sequence is the highest committed seq
 //
@@ -94,6 +95,7 @@ var (
 	bucketEvents   = []byte("events")
 	keyFormat      = []byte("format")
 	keyMeta        = []byte("meta")
+	keyGaps        = []byte("gaps")
 	formatVersion  = []byte("2")
 	formatV1       = []byte("1")
 )

@@ -168,6 +168,22 @@ func (m *Manager) gitDir(id string) string {
 // repository on first use. Until Release, every other Acquire of id (from
 // this process or another) fails with a *BusyError.
 func (m *Manager) Acquire(ctx context.Context, id string) (*Workspace, error) {
+	w, err := m.Claim(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Prepare(ctx); err != nil {
+		w.Release()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Claim is Acquire without the repository: it takes the workspace and
+// creates its directory, and leaves the repository to Prepare (or the
+// first Snapshot or Git), which may then run while the workspace's agent
+// starts. The directory is all an agent needs to start in.
+func (m *Manager) Claim(ctx context.Context, id string) (*Workspace, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
@@ -182,21 +198,22 @@ func (m *Manager) Acquire(ctx context.Context, id string) (*Workspace, error) {
 		return nil, &BusyError{ID: id}
 	}
 	w := &Workspace{m: m, id: id, path: filepath.Join(m.root, id), gitDir: m.gitDir(id), lock: lock}
-	if err := m.prepare(ctx, w); err != nil {
+	if err := mkdirPrivate(w.path); err != nil {
 		w.Release()
 		return nil, err
 	}
 	return w, nil
 }
 
-// prepare creates the workspace and its repository if missing. It runs
-// under the workspace's lock, so only one caller ever initializes.
-func (m *Manager) prepare(ctx context.Context, w *Workspace) error {
-	if err := mkdirPrivate(w.path); err != nil {
+// prepareRepo creates the workspace's repository if missing and keeps its
+// exclude file current. It runs under the workspace's lock, so only one
+// caller ever initializes.
+func (m *Manager) prepareRepo(ctx context.Context, w *Workspace) error {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(w.gitDir); errors.Is(err, fs.ErrNotExist) {
-		if err := m.initRepo(ctx, w.gitDir); err != nil {
+		if err := m.initRepo(w.gitDir); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -206,30 +223,41 @@ func (m *Manager) prepare(ctx context.Context, w *Workspace) error {
 }
 
 // initRepo creates the repository in a scratch directory and renames it
-// into place, so a repository that exists is always complete.
-func (m *Manager) initRepo(ctx context.Context, gitDir string) error {
+// into place, so a repository that exists is always complete. It writes
+// what `git init --template=` writes, plus the runner's config, itself:
+// five git processes per new workspace cost more than the agent's start.
+func (m *Manager) initRepo(gitDir string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(gitDir), ".init-*")
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	steps := [][]string{
-		// No template: no sample hooks, nothing we did not write.
-		{"-c", "init.defaultBranch=main", "--git-dir=" + tmp, "init", "-q", "--template="},
-		{"--git-dir=" + tmp, "config", "core.bare", "false"},
-		{"--git-dir=" + tmp, "config", "user.name", m.opts.GitName},
-		{"--git-dir=" + tmp, "config", "user.email", m.opts.GitEmail},
-		{"--git-dir=" + tmp, "config", "commit.gpgSign", "false"},
+	for _, dir := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(tmp, dir), 0o700); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
 	}
-	for _, args := range steps {
-		if _, err := m.git.run(ctx, args...); err != nil {
-			return err
+	files := map[string]string{
+		"HEAD": "ref: refs/heads/main\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n" +
+			"[user]\n\tname = " + configValue(m.opts.GitName) + "\n\temail = " + configValue(m.opts.GitEmail) + "\n" +
+			"[commit]\n\tgpgSign = false\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o600); err != nil {
+			return fmt.Errorf("workspace: %w", err)
 		}
 	}
 	if err := os.Rename(tmp, gitDir); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	return nil
+}
+
+// configValue quotes a value for a git config file.
+func configValue(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`, "\b", `\b`)
+	return `"` + r.Replace(v) + `"`
 }
 
 // writeExclude keeps info/exclude equal to PrivateDir plus Options.Exclude.

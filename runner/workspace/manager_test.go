@@ -217,3 +217,55 @@ func TestNewValidates(t *testing.T) {
 		t.Fatal("roots not created 0700")
 	}
 }
+
+// The repository is written without git; git reads it as its own, with
+// an identity that needs quoting.
+func TestRepositoryIdentityQuoted(t *testing.T) {
+	base := t.TempDir()
+	name, email := `Tèther "the" \ runner; #1`, "runner+ws@example.com"
+	m, err := workspace.New(filepath.Join(base, "ws"), workspace.Options{HomesRoot: filepath.Join(base, "h"), GitName: name, GitEmail: email})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := acquire(t, m, "quoted")
+	write(t, w, "a.txt", "a")
+	c := snapshot(t, w, "s")
+	if who := git(t, w, "log", "-1", "--format=%an <%ae>", c); who != name+" <"+email+">" {
+		t.Fatalf("author %q", who)
+	}
+	if out := git(t, w, "fsck", "--strict"); out != "" {
+		t.Fatalf("fsck: %s", out)
+	}
+}
+
+// Claim takes the workspace and makes its directory, and leaves the
+// repository to the first Prepare, Snapshot or Git.
+func TestClaimDefersTheRepository(t *testing.T) {
+	m := newManager(t)
+	w, err := m.Claim(ctx(t), "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Release)
+	if mode(t, w.Path()) != 0o700 {
+		t.Fatal("no work tree")
+	}
+	if _, err := os.Stat(w.GitDir()); !os.IsNotExist(err) {
+		t.Fatalf("repository before first use: %v", err)
+	}
+	if _, err := m.Claim(ctx(t), "later"); !errors.Is(err, workspace.ErrBusy) {
+		t.Fatalf("second Claim: %v", err)
+	}
+	write(t, w, "a.txt", "a")
+	snapshot(t, w, "first") // makes the repository first
+	if got := git(t, w, "show", "HEAD:a.txt"); got != "a" {
+		t.Fatalf("snapshot holds %q", got)
+	}
+	if err := w.Prepare(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	w.Release()
+	if err := w.Prepare(ctx(t)); !errors.Is(err, workspace.ErrReleased) {
+		t.Fatalf("Prepare after Release: %v", err)
+	}
+}

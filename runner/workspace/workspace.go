@@ -2,6 +2,9 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +22,7 @@ type Workspace struct {
 	mu       sync.Mutex
 	lock     *os.File // nil once released
 	released bool
+	prepared bool // the repository exists and is set up
 }
 
 // ID is the workspace id.
@@ -30,6 +34,29 @@ func (w *Workspace) Path() string { return w.path }
 // GitDir is the workspace's repository, outside the work tree.
 func (w *Workspace) GitDir() string { return w.gitDir }
 
+// Prepare creates the workspace's repository if it is missing (Acquire
+// does it; after Claim, Prepare, Snapshot and Git do it on first use).
+// It is cheap once done.
+func (w *Workspace) Prepare(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.released {
+		return ErrReleased
+	}
+	return w.prepareLocked(ctx)
+}
+
+func (w *Workspace) prepareLocked(ctx context.Context) error {
+	if w.prepared {
+		return nil
+	}
+	if err := w.m.prepareRepo(ctx, w); err != nil {
+		return err
+	}
+	w.prepared = true
+	return nil
+}
+
 // Snapshot commits the whole work tree as it is (git add -A, then a commit
 // even when nothing changed) and returns the commit hash. ctx and the
 // Manager's git timeout bound each git command.
@@ -39,18 +66,65 @@ func (w *Workspace) Snapshot(ctx context.Context, message string) (string, error
 	if w.released {
 		return "", ErrReleased
 	}
-	w.removeStaleLocks()
-	if _, err := w.gitLocked(ctx, "add", "-A"); err != nil {
+	if err := w.prepareLocked(ctx); err != nil {
 		return "", err
+	}
+	w.removeStaleLocks()
+	if !w.nothingToAdd() {
+		if _, err := w.gitLocked(ctx, "add", "-A"); err != nil {
+			return "", err
+		}
 	}
 	if _, err := w.gitLocked(ctx, "commit", "--allow-empty", "--allow-empty-message", "--no-verify", "-q", "-m", message); err != nil {
 		return "", err
+	}
+	if hash, ok := w.readBranch(); ok {
+		return hash, nil
 	}
 	out, err := w.gitLocked(ctx, "rev-parse", "--verify", "HEAD")
 	if err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// nothingToAdd reports whether `git add -A` would find nothing: no index
+// yet (no file was ever added) and an empty work tree, as in a new
+// workspace. Its first snapshot then costs one git command, not two.
+func (w *Workspace) nothingToAdd() bool {
+	if _, err := os.Lstat(filepath.Join(w.gitDir, "index")); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	d, err := os.Open(w.path)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
+}
+
+// readBranch reads the commit of the branch HEAD names from its loose ref,
+// which the commit just written leaves: cheaper than a git command. ok is
+// false when the ref is not there as expected (git then answers).
+func (w *Workspace) readBranch() (hash string, ok bool) {
+	head, err := os.ReadFile(filepath.Join(w.gitDir, "HEAD"))
+	if err != nil {
+		return "", false
+	}
+	ref, isRef := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !isRef || !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(w.gitDir, filepath.FromSlash(ref)))
+	if err != nil {
+		return "", false
+	}
+	hash = strings.TrimSpace(string(b))
+	if len(hash) != 40 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return hash, true
 }
 
 // Git runs another git command on the workspace (log, diff, show, …) with
@@ -60,6 +134,9 @@ func (w *Workspace) Git(ctx context.Context, args ...string) ([]byte, error) {
 	defer w.mu.Unlock()
 	if w.released {
 		return nil, ErrReleased
+	}
+	if err := w.prepareLocked(ctx); err != nil {
+		return nil, err
 	}
 	return w.gitLocked(ctx, args...)
 }

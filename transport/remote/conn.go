@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	cc "github.com/tetherhq/tether/protocol/claudecode"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/transport"
 )
@@ -48,6 +50,10 @@ type conn struct {
 	handshakeOnce sync.Once
 	handshake     []byte
 	agentStarts   int
+
+	// openTurns counts user lines written without a result delivered
+	// since: the turns an agent restart cuts short (see endLostTurns).
+	openTurns atomic.Int64
 
 	// Input frames are numbered; the ones a resumed ready does not cover
 	// are sent again (under mu).
@@ -322,20 +328,47 @@ func (c *conn) handle(frame v1.Frame) error {
 			c.agentStarts++
 			if c.agentStarts > 1 {
 				c.resendAfter(0, false)
+				if err := c.endLostTurns(f.SessionID); err != nil {
+					return err
+				}
 				c.replayHandshake()
 			}
 		} else {
 			c.resendAfter(f.InputSeq, true)
 		}
 	case v1.Message:
-		c.out = append(c.out, f.AgentLine())
+		c.queue(f.AgentLine())
 	case v1.Error:
-		if f.Code == v1.CodeAgentExited {
+		if f.Code == v1.CodeAgentExited || f.Code == v1.CodeLastSeqAhead {
 			return &RunnerError{Code: f.Code, Details: f.Details}
 		}
 		c.t.logger().Warn("remote: runner reported an error", "code", f.Code, "details", f.Details)
 	}
 	return nil
+}
+
+// endLostTurns ends, with an error result each, the turns the old agent
+// had not finished when the runner started a new one (the runner was
+// killed, or the session ended while nobody was attached): the new agent
+// knows nothing of them, and a caller waiting for their results would
+// wait forever. The conversation goes on with the new agent.
+func (c *conn) endLostTurns(sessionID string) error {
+	for n := c.openTurns.Swap(0); n > 0; n-- {
+		c.out = append(c.out, lostTurnResult(sessionID))
+	}
+	return nil
+}
+
+// lostTurnResult is the result line that ends a turn lost with its agent.
+func lostTurnResult(sessionID string) []byte {
+	line, _ := json.Marshal(map[string]any{
+		"type": cc.TypeResult, "subtype": "error_during_execution", "is_error": true,
+		"duration_ms": 0, "duration_api_ms": 0, "num_turns": 0, "result": "", "stop_reason": nil,
+		"session_id": sessionID, "total_cost_usd": 0,
+		"usage":  map[string]int{"input_tokens": 0, "output_tokens": 0},
+		"errors": []string{ErrTurnLost.Error()},
+	})
+	return line
 }
 
 // replayHandshake sends the first line this connection ever wrote (the
@@ -367,7 +400,16 @@ func (c *conn) deliver(seq uint64, line []byte) {
 		return
 	}
 	c.lastSeq.Store(seq)
-	c.out = append(c.out, bytes.Clone(line))
+	c.queue(bytes.Clone(line))
+}
+
+// queue gathers a line for the next flush, counting the turns it ends.
+func (c *conn) queue(line []byte) {
+	if bytes.Contains(line, []byte(`"result"`)) && cc.PeekType(line) == cc.TypeResult &&
+		c.openTurns.Add(-1) < 0 {
+		c.openTurns.Add(1) // a result of no turn of ours (an interrupt's, say)
+	}
+	c.out = append(c.out, line)
 }
 
 // flush hands the lines gathered from a message to Read, waiting for it:
@@ -509,6 +551,9 @@ func (c *conn) Write(ctx context.Context, line []byte) error {
 	frame, err := c.numbered(line)
 	if err != nil {
 		return err
+	}
+	if cc.PeekType(line) == cc.TypeUser {
+		c.openTurns.Add(1)
 	}
 	return c.send(ctx, frame)
 }

@@ -458,3 +458,15 @@ func TestSDKSurvivesRunnerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A runner refusing a resume whose last seq is past its log is a typed,
+// final error; other runner errors do not match it.
+func TestLastSeqAheadIsTyped(t *testing.T) {
+	err := fmt.Errorf("reconnect: %w", &remote.RunnerError{Code: "last_seq_ahead", Details: "last_seq 90, the session's last frame is 40"})
+	if !errors.Is(err, remote.ErrLastSeqAhead) {
+		t.Fatalf("%v does not match ErrLastSeqAhead", err)
+	}
+	if errors.Is(&remote.RunnerError{Code: "internal_error"}, remote.ErrLastSeqAhead) {
+		t.Fatal("internal_error matches ErrLastSeqAhead")
+	}
+}

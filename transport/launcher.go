@@ -1,0 +1,71 @@
+package transport
+
+import (
+	"os/exec"
+	"runtime"
+	"sync"
+)
+
+// Launcher starts child processes from one OS thread that they all share.
+//
+// The kernel sends a child its parent-death signal (Command's children get
+// SIGKILL) when the thread that forked it ends, not when the process does,
+// and the Go runtime ends a thread whose goroutine exits while locked to
+// it. So a Command without a Launcher forks from a thread it keeps locked
+// until its child has exited: one OS thread, with its stacks, per child.
+// Commands that share a Launcher fork from its thread instead, which stays
+// locked while any child it started is alive and ends after the last one
+// has been reaped. A runner with many idle agents saves a thread per agent.
+//
+// The zero Launcher is ready to use and holds no thread while none of its
+// children is alive. It must not be copied after first use.
+type Launcher struct {
+	mu   sync.Mutex
+	live int           // children started and not yet released
+	reqs chan startReq // the thread's requests; nil while no thread runs
+}
+
+type startReq struct {
+	cmd  *exec.Cmd
+	done chan<- error
+}
+
+// start runs cmd.Start on the Launcher's thread. On success the caller
+// owes release, once the child has exited and been reaped.
+func (l *Launcher) start(cmd *exec.Cmd) (release func(), err error) {
+	l.mu.Lock()
+	if l.live == 0 {
+		l.reqs = make(chan startReq)
+		go forkThread(l.reqs)
+	}
+	l.live++
+	reqs := l.reqs
+	l.mu.Unlock()
+	done := make(chan error, 1)
+	reqs <- startReq{cmd, done}
+	if err := <-done; err != nil {
+		l.release()
+		return nil, err
+	}
+	return l.release, nil
+}
+
+// release drops a child; the thread ends with the last one.
+func (l *Launcher) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.live--
+	if l.live == 0 {
+		close(l.reqs)
+		l.reqs = nil
+	}
+}
+
+// forkThread starts processes until reqs closes. It never unlocks: when it
+// returns, its thread ends, after every child it forked is gone.
+func forkThread(reqs <-chan startReq) {
+	runtime.LockOSThread()
+	for r := range reqs {
+		r.done <- r.cmd.Start()
+	}
+}
