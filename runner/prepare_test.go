@@ -54,6 +54,19 @@ func (g *gatedGit) release(t *testing.T) {
 	f.Close()
 }
 
+// seed puts a file in workspace id before its first session, so that its
+// snapshots need git (a new, empty one's first one does not).
+func (f *prepFixture) seed(t *testing.T, id string) {
+	t.Helper()
+	dir := filepath.Join(f.root, id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("seeded"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // prepFixture is a runner whose workspaces use git at gitPath ("" for
 // the real one).
 type prepFixture struct {
@@ -102,6 +115,7 @@ func guard(t *testing.T) context.Context {
 func TestOpenDoesNotWaitForTheSnapshot(t *testing.T) {
 	git := newGatedGit(t)
 	f := newPrepFixture(t, &fakeDriver{}, git.path)
+	f.seed(t, "w")
 	s, err := f.r.Open(guard(t), runner.OpenRequest{WorkspaceID: "w"})
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +148,7 @@ func TestAgentStartFailureStopsPreparation(t *testing.T) {
 	git := newGatedGit(t)
 	boom := errors.New("no agent today")
 	f := newPrepFixture(t, &fakeDriver{fail: boom}, git.path)
+	f.seed(t, "w")
 	if _, err := f.r.Open(guard(t), runner.OpenRequest{WorkspaceID: "w"}); !errors.Is(err, boom) {
 		t.Fatalf("Open: %v", err)
 	}

@@ -119,7 +119,11 @@ func within(path, dir string) bool {
 // mkdirPrivate creates dir 0700 unless it exists, and insists that it is a
 // real directory (not a symlink planted to redirect the runner).
 func mkdirPrivate(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	err := os.Mkdir(dir, 0o700)
+	if err == nil {
+		return nil // made just now: a directory
+	}
+	if !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	fi, err := os.Lstat(dir)

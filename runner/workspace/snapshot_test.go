@@ -153,6 +153,7 @@ func TestGitTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := acquire(t, m2, "ws")
+	write(t, w, "a.txt", "a") // not an empty tree: git commits it
 	start := time.Now()
 	_, err = w.Snapshot(context.Background(), "s")
 	var ge *workspace.GitError
@@ -177,4 +178,29 @@ func TestSnapshotConcurrentWithRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	acquire(t, m, "ws").Release()
+}
+
+// A new workspace's first snapshot is written without git; git reads it
+// as its own (fsck), and the snapshots after it build on it.
+func TestFirstSnapshotOfANewWorkspace(t *testing.T) {
+	m := newManager(t)
+	w := acquire(t, m, "fresh")
+	root := snapshot(t, w, "tether: before session s1")
+	if got := git(t, w, "rev-parse", "--verify", "HEAD"); got != root {
+		t.Fatalf("HEAD %s, snapshot %s", got, root)
+	}
+	if got := git(t, w, "log", "--format=%T|%an <%ae>|%s"); got != "4b825dc642cb6eb9a060e54bf8d69288fbee4904|Tether <tether@localhost>|tether: before session s1" {
+		t.Fatalf("root commit: %q", got)
+	}
+	if out := git(t, w, "fsck", "--strict", "--no-dangling"); out != "" {
+		t.Fatalf("fsck: %s", out)
+	}
+	write(t, w, "a.txt", "a")
+	next := snapshot(t, w, "tether: after session s1")
+	if parent := git(t, w, "rev-parse", next+"^"); parent != root {
+		t.Fatalf("the next snapshot's parent is %s, want %s", parent, root)
+	}
+	if got := git(t, w, "show", "HEAD:a.txt"); got != "a" {
+		t.Fatalf("a.txt: %q", got)
+	}
 }

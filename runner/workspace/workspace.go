@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Workspace is one held workspace. Its methods are safe for concurrent use;
@@ -70,6 +71,12 @@ func (w *Workspace) Snapshot(ctx context.Context, message string) (string, error
 		return "", err
 	}
 	w.removeStaleLocks()
+	if err := ctx.Err(); err != nil {
+		return "", &GitError{Args: []string{"commit"}, Err: err} // as git's commit would fail
+	}
+	if ref, ok := w.rootCommitRef(message); ok {
+		return w.writeRootCommit(ref, message, time.Now())
+	}
 	if !w.nothingToAdd() {
 		if _, err := w.gitLocked(ctx, "add", "-A"); err != nil {
 			return "", err
@@ -104,16 +111,25 @@ func (w *Workspace) nothingToAdd() bool {
 	return len(names) == 0 && errors.Is(err, io.EOF)
 }
 
-// readBranch reads the commit of the branch HEAD names from its loose ref,
-// which the commit just written leaves: cheaper than a git command. ok is
-// false when the ref is not there as expected (git then answers).
-func (w *Workspace) readBranch() (hash string, ok bool) {
+// headBranch is the branch HEAD names ("refs/heads/…").
+func (w *Workspace) headBranch() (ref string, ok bool) {
 	head, err := os.ReadFile(filepath.Join(w.gitDir, "HEAD"))
 	if err != nil {
 		return "", false
 	}
 	ref, isRef := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
 	if !isRef || !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
+		return "", false
+	}
+	return ref, true
+}
+
+// readBranch reads the commit of the branch HEAD names from its loose ref,
+// which the commit just written leaves: cheaper than a git command. ok is
+// false when the ref is not there as expected (git then answers).
+func (w *Workspace) readBranch() (hash string, ok bool) {
+	ref, ok := w.headBranch()
+	if !ok {
 		return "", false
 	}
 	b, err := os.ReadFile(filepath.Join(w.gitDir, filepath.FromSlash(ref)))
