@@ -24,6 +24,10 @@ type scanner struct {
 	b  []byte
 	i  int
 	ok bool
+
+	// Preallocated room, taken once: for a Usage and for content blocks.
+	usageSlot  *Usage
+	blockSlots Content
 }
 
 func (s *scanner) fail() bool { s.ok = false; return false }
@@ -453,7 +457,14 @@ func (s *scanner) end(typ, want string) bool {
 // checks the type itself: the last top-level "type" must be "assistant".
 func fastAssistant(line []byte) *AssistantMessage {
 	s := &scanner{b: line, ok: true}
-	m := &AssistantMessage{}
+	// One allocation for the message and what it usually points to.
+	a := &struct {
+		m      AssistantMessage
+		usage  Usage
+		blocks [1]ContentBlock
+	}{}
+	m := &a.m
+	s.usageSlot, s.blockSlots = &a.usage, a.blocks[:0]
 	typ := ""
 	s.object(func(key []byte) {
 		switch string(key) {
@@ -519,7 +530,11 @@ func (s *scanner) usage(dst **Usage) {
 		return
 	}
 	if *dst == nil {
-		*dst = new(Usage)
+		if *dst = s.usageSlot; *dst == nil {
+			*dst = new(Usage)
+		}
+		s.usageSlot = nil
+		**dst = Usage{}
 	}
 	u := *dst
 	s.object(func(key []byte) {
@@ -546,7 +561,11 @@ func (s *scanner) content(dst *Content) {
 		s.fail()
 		return
 	}
-	out := make(Content, 0, 1)
+	out := s.blockSlots
+	if out == nil {
+		out = make(Content, 0, 1)
+	}
+	s.blockSlots = nil
 	s.array(func() {
 		if b := s.block(); s.ok {
 			out = append(out, b)
