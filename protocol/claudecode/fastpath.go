@@ -493,11 +493,8 @@ func fastAssistant(line []byte) *AssistantMessage {
 	return m
 }
 
+// apiMessage reads the message object; object declines anything else.
 func (s *scanner) apiMessage(m *APIMessage) {
-	if s.peek() != '{' {
-		s.fail()
-		return
-	}
 	s.object(func(key []byte) {
 		switch string(key) {
 		case "id":
@@ -555,12 +552,9 @@ func (s *scanner) usage(dst **Usage) {
 	})
 }
 
-// content reads a content array; strings and nulls decline.
+// content reads a content array; strings and nulls decline (array fails on
+// them).
 func (s *scanner) content(dst *Content) {
-	if s.peek() != '[' {
-		s.fail()
-		return
-	}
 	out := s.blockSlots
 	if out == nil {
 		out = make(Content, 0, 1)
@@ -575,11 +569,7 @@ func (s *scanner) content(dst *Content) {
 }
 
 func (s *scanner) block() ContentBlock {
-	if s.peek() != '{' {
-		s.fail()
-		return nil
-	}
-	start := s.i
+	start := s.i // array has skipped the spaces before the block
 	var a anyBlock
 	s.object(func(key []byte) {
 		switch string(key) {
@@ -644,10 +634,6 @@ func fastStreamEvent(line []byte) *StreamEvent {
 }
 
 func (s *scanner) streamEvent(e *APIStreamEvent) {
-	if s.peek() != '{' {
-		s.fail()
-		return
-	}
 	s.object(func(key []byte) {
 		switch string(key) {
 		case "type":
