@@ -200,17 +200,20 @@ func (c *Client) readLoop() {
 }
 
 // classify returns the line's type when it may matter to the reader, and
-// "" for a line that certainly goes to the consumer, sparing the reader a
-// full scan of most lines (Parse classifies those as it decodes). A line
-// cannot be of a type the reader handles without the type's name in it,
-// unless an escape spells the name differently.
+// "" for a line that goes to the consumer, sparing the reader a scan of
+// most lines (Parse classifies those as it decodes). Every line the CLI
+// prints starts with its type; a line that starts as a consumer's type yet
+// is something else (a second "type" key) is found out by Parse and
+// routed by the consumer (see readerOwned).
 func classify(line []byte) string {
-	if bytes.Contains(line, []byte("control_")) || bytes.Contains(line, []byte(`"result"`)) ||
-		bytes.Contains(line, []byte("keep_alive")) || bytes.Contains(line, []byte("transcript_mirror")) ||
-		bytes.Contains(line, []byte(`\u`)) {
-		return cc.PeekType(line)
+	for _, lead := range [...]string{
+		`{"type":"stream_event",`, `{"type":"assistant",`, `{"type":"user",`, `{"type":"system",`,
+	} {
+		if bytes.HasPrefix(line, []byte(lead)) {
+			return ""
+		}
 	}
-	return ""
+	return cc.PeekType(line)
 }
 
 func (c *Client) route(msg Message) {

@@ -342,3 +342,37 @@ func TestConcurrentReceiveIsRefused(t *testing.T) {
 		t.Fatalf("second receive got %d messages", n)
 	}
 }
+
+// A control line that starts like an assistant message (a second "type"
+// key decides) passes the reader; the consumer answers it all the same and
+// never yields it, nor a keep-alive spelled that way.
+func TestDisguisedControlLinesAreHandled(t *testing.T) {
+	mem, a := newPair(t)
+	c := connect(t, mem, a, claude.Options{CanUseTool: func(context.Context, claude.PermissionRequest) (claude.PermissionResult, error) {
+		return claude.Allow{}, nil
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got := make(chan []string, 1)
+	go func() {
+		var types []string
+		for msg, err := range c.Receive(ctx) {
+			if err != nil {
+				types = append(types, "error: "+err.Error())
+				break
+			}
+			types = append(types, msg.Type())
+		}
+		got <- types
+	}()
+	a.send(`{"type":"assistant","message":{},"type":"keep_alive"}`)
+	a.send(`{"type":"assistant","request_id":"p1","type":"control_request","request":{"subtype":"can_use_tool","tool_name":"Write","input":{}}}`)
+	answer := a.next()["response"].(map[string]any)
+	if answer["request_id"] != "p1" || answer["response"].(map[string]any)["behavior"] != "allow" {
+		t.Fatalf("answer = %v", answer)
+	}
+	a.send(`{"type":"result","subtype":"success","is_error":false,"session_id":"s"}`)
+	if types := <-got; len(types) != 1 || types[0] != "result" {
+		t.Fatalf("consumer saw %v, want only the result", types)
+	}
+}

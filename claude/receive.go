@@ -20,6 +20,22 @@ func parseQueued(it queued) (Message, error) {
 	return cc.ParseAs(it.typ, it.line)
 }
 
+// readerOwned handles a message the reader handles when it can tell the
+// line's type from its start: one that began like a consumer's message
+// arrives here instead, and is answered (or dropped) all the same.
+func (c *Client) readerOwned(msg Message) bool {
+	switch m := msg.(type) {
+	case *cc.ControlRequest, *cc.ControlResponse, *cc.ControlCancelRequest:
+		c.route(msg)
+		return true
+	case *cc.KeepAlive:
+		return true
+	case *cc.Unknown:
+		return m.MessageType == cc.TypeTranscriptMirror
+	}
+	return false
+}
+
 // Query sends a text prompt as a new turn.
 func (c *Client) Query(ctx context.Context, prompt string) error {
 	return c.Send(ctx, UserInput{Content: Content{TextBlock{Text: prompt}}})
@@ -85,6 +101,9 @@ func (c *Client) receive(ctx context.Context, untilResult bool) iter.Seq2[Messag
 			msg, err := parseQueued(it)
 			if err != nil {
 				c.reportLineError(err)
+				continue
+			}
+			if c.readerOwned(msg) {
 				continue
 			}
 			c.observe(msg)
