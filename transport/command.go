@@ -89,7 +89,6 @@ func (c *Command) start() (*commandConn, error) {
 		closeAll(stdinR, stdinW)
 		return nil, err
 	}
-	growPipe(stdoutR)
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW)
@@ -106,7 +105,7 @@ func (c *Command) start() (*commandConn, error) {
 		stdin:     stdinW,
 		stdout:    stdoutR,
 		stderr:    stderrR,
-		reader:    ndjson.NewReader(stdoutR, c.MaxLineSize),
+		reader:    ndjson.NewReader(&growingPipe{f: stdoutR}, c.MaxLineSize),
 		stdinW:    &countingWriter{w: stdinW},
 		tail:      &tailBuffer{n: tailSize},
 		writeSem:  make(chan struct{}, 1),

@@ -5,9 +5,9 @@ import (
 	"syscall"
 )
 
-// pipeSize is the stdout pipe's capacity: 1 MiB instead of the default
-// 64 KiB lets the agent write its output in large chunks, so both sides
-// wake up far less often.
+// pipeSize is the capacity a busy stdout pipe grows to: 1 MiB instead of
+// the default 64 KiB lets the agent write its output in large chunks, so
+// both sides wake up far less often.
 const pipeSize = 1 << 20
 
 // fSetPipeSz is F_SETPIPE_SZ (fcntl.h), absent from package syscall.
