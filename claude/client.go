@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,17 +200,12 @@ func (c *Client) readLoop() {
 
 // classify returns the line's type when it may matter to the reader, and
 // "" for a line that goes to the consumer, sparing the reader a scan of
-// most lines (Parse classifies those as it decodes). Every line the CLI
-// prints starts with its type; a line that starts as a consumer's type yet
-// is something else (a second "type" key) is found out by Parse and
-// routed by the consumer (see readerOwned).
+// most lines (Parse classifies those as it decodes). A line that starts
+// as a conversation message yet is something else (a second "type" key)
+// is found out by Parse and routed by the consumer (see readerOwned).
 func classify(line []byte) string {
-	for _, lead := range [...]string{
-		`{"type":"stream_event",`, `{"type":"assistant",`, `{"type":"user",`, `{"type":"system",`,
-	} {
-		if bytes.HasPrefix(line, []byte(lead)) {
-			return ""
-		}
+	if cc.ConversationType(line) != "" {
+		return ""
 	}
 	return cc.PeekType(line)
 }

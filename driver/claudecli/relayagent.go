@@ -79,7 +79,11 @@ func (a *relayAgent) read() {
 		}
 		var typ string
 		if err == nil {
-			typ = cc.PeekType(line)
+			// The bulk of the output (see ConversationType) needs no
+			// scan: only control and result lines matter here.
+			if typ = cc.ConversationType(line); typ == "" {
+				typ = cc.PeekType(line)
+			}
 			switch typ {
 			case cc.TypeControlRequest:
 				if a.answerOwnHook(line) {

@@ -416,8 +416,8 @@ func fastParse(typ string, line []byte) Message {
 }
 
 // leadingType returns the value of "type" when it is the line's first key,
-// as it is in every line the CLI prints: a guess for fastParse, to be
-// checked, that spares a scan of the line.
+// as it is in every line the CLI prints, for the conversation types (see
+// ConversationType): a guess, to be checked, that spares a scan of the line.
 func leadingType(line []byte) string {
 	const lead = `{"type":"`
 	if !bytes.HasPrefix(line, []byte(lead)) {
@@ -432,9 +432,24 @@ func leadingType(line []byte) string {
 		return TypeAssistant
 	case TypeStreamEvent:
 		return TypeStreamEvent
+	case TypeUser:
+		return TypeUser
+	case TypeSystem:
+		return TypeSystem
 	}
 	return ""
 }
+
+// ConversationType returns the type of a line that starts the way the CLI
+// prints the bulk of a conversation — "type" first, with the value
+// assistant, stream_event, user or system — and "" for any other line.
+// A reader that must catch control, result and keep-alive lines as they
+// arrive can leave such lines to Parse and run PeekType on the others
+// only. The answer is a guess: a line with a second top-level "type" is
+// what the last one says, which Parse finds out; the CLI prints no such
+// lines, and a consumer that meets one (Parse returns a control message)
+// should route it as the reader would have.
+func ConversationType(line []byte) string { return leadingType(line) }
 
 // lineType reads a top-level "type" value: a string, which the caller
 // compares with the type it decodes.

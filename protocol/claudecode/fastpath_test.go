@@ -105,3 +105,33 @@ func FuzzFastPath(f *testing.F) {
 		checkFastPath(t, line)
 	})
 }
+
+// ConversationType names the conversation lines by their start and nothing
+// else; Parse has the last word on a line that only starts like one.
+func TestConversationType(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"type":"assistant","message":{}}`:                              TypeAssistant,
+		`{"type":"stream_event","event":{}}`:                             TypeStreamEvent,
+		`{"type":"user","message":{}}`:                                   TypeUser,
+		`{"type":"system","subtype":"init"}`:                             TypeSystem,
+		`{"type":"result","subtype":"success"}`:                          "",
+		`{"type":"control_request","request_id":"1"}`:                    "",
+		`{"type":"assistantX"}`:                                          "",
+		`{"type":"\u0061ssistant"}`:                                      "",
+		`{ "type":"assistant"}`:                                          "",
+		`{"subtype":"init","type":"system"}`:                             "",
+		`{"type":"assistant`:                                             "",
+		`{"type":"assistant","type":"control_request","request_id":"1"}`: TypeAssistant,
+	} {
+		if got := ConversationType([]byte(line)); got != want {
+			t.Errorf("ConversationType(%s) = %q, want %q", line, got, want)
+		}
+	}
+	msg, err := Parse([]byte(`{"type":"assistant","type":"control_request","request_id":"1","request":{"subtype":"interrupt"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := msg.(*ControlRequest); !ok {
+		t.Fatalf("Parse of a line with a second type = %T, want *ControlRequest", msg)
+	}
+}
