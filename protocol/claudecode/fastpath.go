@@ -33,7 +33,8 @@ type scanner struct {
 func (s *scanner) fail() bool { s.ok = false; return false }
 
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
+	// Lines are compact: one compare settles the usual case.
+	for s.i < len(s.b) && s.b[s.i] <= ' ' {
 		switch s.b[s.i] {
 		case ' ', '\t', '\r', '\n':
 			s.i++
@@ -94,15 +95,12 @@ func (s *scanner) key() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
-		case c == '"':
-			s.i = j + 1
-			return s.b[start:j], true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
+	if j := plainRun(s.b, start); j < len(s.b) && s.b[j] == '"' {
+		s.i = j + 1
+		return s.b[start:j], true
 	}
+	// Escapes, control characters, non-ASCII or no end: decline (a
+	// non-ASCII key would not match a known one anyway).
 	return nil, false
 }
 
@@ -133,10 +131,7 @@ func (s *scanner) str(dst *string) {
 		return
 	}
 	start := s.i
-	for j := start + 1; j < len(s.b); j++ {
-		if c := s.b[j]; c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
-			continue
-		}
+	if j := plainRun(s.b, start+1); j < len(s.b) {
 		switch c := s.b[j]; {
 		case c == '"':
 			s.i = j + 1
@@ -320,6 +315,9 @@ func (s *scanner) array(elem func()) {
 // skipString validates a string's escapes and control characters.
 func (s *scanner) skipString() bool {
 	for j := s.i + 1; j < len(s.b); j++ {
+		if j = plainRun(s.b, j); j >= len(s.b) {
+			break
+		}
 		switch c := s.b[j]; {
 		case c == '"':
 			s.i = j + 1
