@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -43,29 +44,83 @@ func agentEnv(n, size, paceUS int) map[string]string {
 		"BENCH_SIZE": strconv.Itoa(size), "BENCH_PACE_US": strconv.Itoa(paceUS), "GOGC": "400"}
 }
 
-// throughput returns msgs/s locally and through a runner, each the median
-// of reps runs.
-func throughput(self string, n, reps int) (local, remote float64, err error) {
+// cpuUse is CPU time (user + system) spent by this process (the host's
+// SDK, and for the relay the runner too) and by its reaped children (the
+// agent), read with getrusage.
+type cpuUse struct{ self, children time.Duration }
+
+func cpuNow() cpuUse {
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	return cpuUse{self: rusageCPU(self), children: rusageCPU(children)}
+}
+
+func rusageCPU(ru syscall.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (c cpuUse) sub(o cpuUse) cpuUse {
+	return cpuUse{self: c.self - o.self, children: c.children - o.children}
+}
+
+// perMsg is CPU per message of a query that delivered n messages.
+func (c cpuUse) perMsg(n int) cpuUse {
+	return cpuUse{self: c.self / time.Duration(n), children: c.children / time.Duration(n)}
+}
+
+// tpResult is the throughput case's result: msgs/s and CPU per message,
+// each the median of the reps.
+type tpResult struct {
+	local, remote       float64
+	localCPU, remoteCPU cpuUse
+}
+
+// timedQuery runs query and measures its CPU; the agent is reaped when
+// the query returns (locally by the SDK, through the runner by the
+// session's end, which the host's close waits for), so its CPU counts.
+func timedQuery(opts claude.Options) (float64, cpuUse, error) {
+	before := cpuNow()
+	c, d, err := query(opts, nil)
+	if err != nil {
+		return 0, cpuUse{}, err
+	}
+	return float64(c) / d.Seconds(), cpuNow().sub(before).perMsg(c), nil
+}
+
+// throughput returns msgs/s and CPU per message locally and through a
+// runner, each the median of reps runs.
+func throughput(self string, n, reps int) (tpResult, error) {
 	env := agentEnv(n, 100, 0)
 	ip, err := startInproc(self, env)
 	if err != nil {
-		return 0, 0, err
+		return tpResult{}, err
 	}
 	defer ip.close()
 	var ls, rs []float64
+	var lc, rc []cpuUse
 	for i := range reps {
-		c, d, err := query(claude.Options{CLIPath: self, Env: env}, nil)
+		rate, cpu, err := timedQuery(claude.Options{CLIPath: self, Env: env})
 		if err != nil {
-			return 0, 0, fmt.Errorf("local: %w", err)
+			return tpResult{}, fmt.Errorf("local: %w", err)
 		}
-		ls = append(ls, float64(c)/d.Seconds())
-		c, d, err = query(claude.Options{Runner: &claude.RunnerOptions{URL: ip.url, WorkspaceID: fmt.Sprintf("tp%d", i)}}, nil)
+		ls, lc = append(ls, rate), append(lc, cpu)
+		rate, cpu, err = timedQuery(claude.Options{Runner: &claude.RunnerOptions{URL: ip.url, WorkspaceID: fmt.Sprintf("tp%d", i)}})
 		if err != nil {
-			return 0, 0, fmt.Errorf("runner: %w", err)
+			return tpResult{}, fmt.Errorf("runner: %w", err)
 		}
-		rs = append(rs, float64(c)/d.Seconds())
+		rs, rc = append(rs, rate), append(rc, cpu)
 	}
-	return median(ls), median(rs), nil
+	return tpResult{local: median(ls), remote: median(rs), localCPU: medianCPU(lc), remoteCPU: medianCPU(rc)}, nil
+}
+
+// medianCPU is the median of each part on its own.
+func medianCPU(cs []cpuUse) cpuUse {
+	var self, children []float64
+	for _, c := range cs {
+		self, children = append(self, float64(c.self)), append(children, float64(c.children))
+	}
+	return cpuUse{self: time.Duration(median(self)), children: time.Duration(median(children))}
 }
 
 // latency returns per-message delivery delays (p50, p99) locally and
