@@ -404,9 +404,11 @@ func (c *conn) deliver(seq uint64, line []byte) {
 }
 
 // queue gathers a line for the next flush, counting the turns it ends.
+// The bulk of the output starts with a conversation type (see
+// cc.ConversationType) and is not scanned for a result.
 func (c *conn) queue(line []byte) {
-	if bytes.Contains(line, []byte(`"result"`)) && cc.PeekType(line) == cc.TypeResult &&
-		c.openTurns.Add(-1) < 0 {
+	if cc.ConversationType(line) == "" && bytes.Contains(line, []byte(`"result"`)) &&
+		cc.PeekType(line) == cc.TypeResult && c.openTurns.Add(-1) < 0 {
 		c.openTurns.Add(1) // a result of no turn of ours (an interrupt's, say)
 	}
 	c.out = append(c.out, line)
