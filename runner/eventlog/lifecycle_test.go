@@ -451,6 +451,9 @@ func TestReadShared(t *testing.T) {
 			t.Fatalf("%s: payloads %q", where, got)
 		}
 		_ = append(got[0], "XXXXXXXX"...)
+		if string(got[2]) != "three" {
+			t.Fatalf("%s: an append to a shared payload reached the next one: %q", where, got[2])
+		}
 		evs, err := readAll(l, "s", 0)
 		if err != nil || string(evs[0].Payload) != "one" || string(evs[2].Payload) != "three" {
 			t.Fatalf("%s: after an append to a shared payload: %v %q", where, err, [][]byte{evs[0].Payload, evs[2].Payload})

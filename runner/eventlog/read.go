@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -39,7 +40,8 @@ func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[
 
 // ReadShared is Read for a reader that only passes payloads on (a front
 // end writing them to a connection): payloads of events not yet committed
-// are the log's own memory, not copies, so they must not be modified.
+// are the log's own memory, not copies, and those read from disk share
+// one copy per stored run, so they must not be modified.
 func (l *Log) ReadShared(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
 	return l.read(ctx, session, after, true)
 }
@@ -83,6 +85,33 @@ func (l *Log) read(ctx context.Context, session string, after uint64, shared boo
 			}
 			next = skipGaps(gaps, buf[len(buf)-1].Seq+1)
 		}
+	}
+}
+
+// ownTogether copies the payloads of events read from one stored value
+// into one allocation, each capped at its own length: a shared reader
+// passes them on together, and one allocation per value instead of one per
+// event keeps a replay from disk cheap.
+func ownTogether(evs []Event) {
+	n := 0
+	for _, ev := range evs {
+		n += len(ev.Payload)
+	}
+	if n == 0 {
+		for i := range evs {
+			evs[i].Payload = nil
+		}
+		return
+	}
+	mem := make([]byte, 0, n)
+	for i, ev := range evs {
+		if len(ev.Payload) == 0 {
+			evs[i].Payload = nil
+			continue
+		}
+		start := len(mem)
+		mem = append(mem, ev.Payload...)
+		evs[i].Payload = mem[start:len(mem):len(mem)]
 	}
 }
 
@@ -136,6 +165,7 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Eve
 		c := evb.Cursor()
 		want, size, full := from, 0, false
 		for k, v := c.Seek(seqKey(from)); k != nil && !full; k, v = c.Next() {
+			start := len(buf)
 			err := eachStored(k, v, func(seq uint64, t int64, payload []byte) bool {
 				if seq < want {
 					return true // the value holding from starts before it
@@ -145,11 +175,20 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Eve
 					full = true
 					return false
 				}
-				buf = append(buf, storedEvent(seq, t, payload))
+				buf = append(buf, Event{Seq: seq, Time: time.Unix(0, t), Payload: payload})
 				size += 8 + len(payload)
 				want = seq + 1
 				return true
 			})
+			// The payloads alias the file: copy them before the
+			// transaction ends.
+			if shared {
+				ownTogether(buf[start:])
+			} else {
+				for i := range buf[start:] {
+					buf[start+i].Payload = clone(buf[start+i].Payload)
+				}
+			}
 			if err != nil {
 				return err
 			}
