@@ -235,11 +235,15 @@ func isTerminal(err error) bool {
 	return errors.Is(err, errSessionEnded) || errors.As(err, &re) || errors.Is(err, ErrUnauthorized)
 }
 
-// read delivers message payloads until the connection fails.
+// read delivers message payloads until the connection fails. Reads take
+// a context that never ends: Close and every loss of the connection close
+// ws, which ends the read, and a read whose context can end arms and
+// disarms a watch of it every message.
 func (c *conn) read(ws *websocket.Conn) error {
 	var r messageReader
+	ctx := context.WithoutCancel(c.ctx)
 	for {
-		data, err := r.read(c.ctx, ws)
+		data, err := r.read(ctx, ws)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
 				return errSessionEnded
