@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/tetherhq/tether/claude"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
@@ -168,9 +171,8 @@ func stamp(raw []byte) int64 {
 
 // replay logs n frames in a session nobody reads, then times a resuming
 // client receiving all of them: a seed-only client (one frame per
-// WebSocket message, each decoded whole with encoding/json), or with
-// relay, a host-control client that asks for batch frames and reads them
-// as the SDK does.
+// WebSocket message, see countSeed), or with relay, a host-control client
+// that asks for batch frames and reads them as the SDK does.
 func replay(self string, n int, relay bool) (frames int, perSec float64, err error) {
 	ip, err := startInproc(self, agentEnv(n, 100, 0))
 	if err != nil {
@@ -195,16 +197,24 @@ func replay(self string, n int, relay bool) (frames int, perSec float64, err err
 		return 0, 0, err
 	}
 	defer ws.CloseNow()
+	// Reads take a context that never ends, as a client that streams
+	// does (a read with one that can end arms a timer every message):
+	// the deadline closes the connection instead.
+	defer context.AfterFunc(ctx, func() { ws.CloseNow() })()
+	rctx := context.WithoutCancel(ctx)
 	count := countSeed
 	if relay {
 		count = countRelay
 	}
+	var buf []byte
 	for {
-		_, data, err := ws.Read(ctx)
+		if buf, err = readMessage(rctx, ws, buf[:0]); err != nil {
+			return frames, 0, err
+		}
+		k, seq, err := count(buf)
 		if err != nil {
 			return frames, 0, err
 		}
-		k, seq := count(data)
 		frames += k
 		if seq >= last {
 			return frames, float64(frames) / time.Since(start).Seconds(), nil
@@ -212,34 +222,71 @@ func replay(self string, n int, relay bool) (frames int, perSec float64, err err
 	}
 }
 
-// countSeed decodes a frame as a seed-only client would: it returns one
-// frame and its seq.
-func countSeed(data []byte) (int, uint64) {
-	var f struct {
-		Seq uint64 `json:"seq"`
+// readMessage reads a WebSocket message into buf, which the next read
+// reuses, as a client that keeps up with a stream does.
+func readMessage(ctx context.Context, ws *websocket.Conn, buf []byte) ([]byte, error) {
+	_, r, err := ws.Reader(ctx)
+	if err != nil {
+		return buf, err
 	}
-	_ = json.Unmarshal(data, &f)
-	return 1, f.Seq
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(cap(buf), 512))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// seedFrame is what a seed-only client takes from each frame: all of a
+// message frame's fields, the payload (the agent's line) unescaped into
+// a string of its own.
+type seedFrame struct {
+	Type      string `json:"type"`
+	Seq       uint64 `json:"seq"`
+	RequestID string `json:"request_id"`
+	Payload   string `json:"payload"`
+}
+
+// countSeed decodes a frame as a seed-only client does: the whole frame,
+// with a fast general decoder (segmentio/encoding/json, which the SDK
+// uses for the same work), not a scan for its seq. It returns one frame
+// and its seq.
+func countSeed(data []byte) (int, uint64, error) {
+	var f seedFrame
+	if err := segjson.Unmarshal(data, &f); err != nil {
+		return 0, 0, fmt.Errorf("seed client: %w: %.80s", err, data)
+	}
+	if f.Type == "message" && f.Payload == "" {
+		return 0, 0, fmt.Errorf("seed client: a message frame without a payload: %.80s", data)
+	}
+	return 1, f.Seq, nil
 }
 
 // countRelay reads a message as the SDK's transport does, with the
 // protocol's fast paths: it returns how many frames it carries and the
 // last one's seq.
-func countRelay(data []byte) (int, uint64) {
+func countRelay(data []byte) (int, uint64, error) {
 	if seq, _, _, ok := v1.DecodeRawMessage(data); ok {
-		return 1, seq
+		return 1, seq, nil
 	}
 	if seq, items, ok := v1.SplitBatch(data, nil); ok {
-		return len(items), seq + uint64(len(items)) - 1
+		return len(items), seq + uint64(len(items)) - 1, nil
 	}
 	f, err := v1.Decode(data)
 	if err != nil {
-		return 0, 0
+		return 0, 0, err
 	}
 	if b, ok := f.(v1.Batch); ok {
-		return len(b.Frames), b.Seq + uint64(len(b.Frames)) - 1
+		return len(b.Frames), b.Seq + uint64(len(b.Frames)) - 1, nil
 	}
-	return 1, v1.FrameSeq(f)
+	return 1, v1.FrameSeq(f), nil
 }
 
 // waitLogged waits until the session's log stops growing past min frames.
