@@ -165,6 +165,8 @@ type Log struct {
 	failTicket   uint64          // ticket covered by the last failed commit
 	failErr      error           // error of the last failed commit
 	flushed      chan struct{}   // closed and replaced after every commit attempt
+	keepers      []*sessionState // sessions with kept records
+	keptBytes    int64           // their kept records' size
 
 	wake   chan struct{} // something to flush (capacity 1)
 	urgent chan struct{} // flush now, do not wait for the window (capacity 1)
@@ -184,8 +186,11 @@ type sessionState struct {
 	last      uint64   // highest seq assigned (or skipped)
 	first     uint64   // lowest seq retained (last+1 when none)
 	lastTime  int64    // time of the last event, Unix ns (times never go back)
-	tail      []record // assigned, not yet committed, in seq order (gaps aside, consecutive); elements never change
-	tailBytes int64    // charge of what waits for the disk: tail, meta, gaps
+	tail      []record // in memory, in seq order (gaps aside, consecutive): kept committed ones (see keep), then those not yet committed; elements never change
+	tailBytes int64    // charge of what waits for the disk: the tail past kept, meta, gaps
+	kept      int      // committed records at the head of tail, kept for readers
+	keptBytes int64    // their size
+	readTo    uint64   // the last seq a reader took from memory
 	dirty     bool     // in Log.dirty
 	gaps      []gap    // sorted; appended to in new arrays only, so readers may keep a copy
 	gapsVer   uint64   // changes with gaps; gaps are on disk once committedGapsVer equals it

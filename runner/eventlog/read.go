@@ -12,11 +12,12 @@ import (
 )
 
 // Read works in chunks: each chunk is served either from the session's
-// uncommitted tail (under Log.mu) or from one short bbolt read
-// transaction, copied out, and only then yielded, so that a slow consumer
-// never holds a lock or a transaction, and a long replay never holds the
-// whole log in memory. An event leaves the tail only after its commit, so
-// every event up to the snapshot is found in one place or the other.
+// tail (under Log.mu: events not yet committed, and committed ones kept a
+// little, see keep) or from one short bbolt read transaction, copied out,
+// and only then yielded, so that a slow consumer never holds a lock or a
+// transaction, and a long replay never holds the whole log in memory. An
+// event leaves the tail only after its commit, so every event up to the
+// snapshot is found in one place or the other.
 const (
 	chunkEvents = 1024
 	chunkBytes  = 1 << 20
@@ -141,6 +142,9 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Eve
 		i, _ := slices.BinarySearchFunc(tail, from, func(r record, seq uint64) int { return cmp.Compare(r.seq(), seq) })
 		j, _ := slices.BinarySearchFunc(tail, end+1, func(r record, seq uint64) int { return cmp.Compare(r.seq(), seq) })
 		recs := tail[i:min(j, i+chunkEvents)]
+		if len(recs) > 0 {
+			s.readTo = max(s.readTo, recs[len(recs)-1].seq())
+		}
 		l.mu.Unlock()
 		for _, r := range recs {
 			if shared {
