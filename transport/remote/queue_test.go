@@ -1,30 +1,37 @@
 package remote
 
-import "testing"
+import (
+	"testing"
 
-// Result lines end the turns the host opened, wherever their type is;
-// conversation lines that merely mention a result end none, and a result
-// of no open turn (an interrupt's) leaves the count at zero.
-func TestQueueCountsResults(t *testing.T) {
+	v1 "github.com/tetherhq/tether/protocol/runnerv1"
+)
+
+// The runner's done frames end the turns the host opened; lines, result
+// lines too, end none by themselves; a done of no open turn (an
+// interrupt's) leaves the count at zero; a done seen already counts once.
+func TestDoneFramesEndTurns(t *testing.T) {
 	c := newConn(&Transport{})
 	defer c.cancel()
 	c.openTurns.Store(2)
 	for _, tc := range []struct {
-		line string
-		want int64
+		frame v1.Frame
+		want  int64
 	}{
-		{`{"type":"assistant","message":{"content":[{"type":"text","text":"\"result\""}]},"result":1}`, 2},
-		{`{"type":"user","message":{"content":"result"},"tool_use_result":{"result":"ok"}}`, 2},
-		{`{"type":"result","subtype":"success","is_error":false,"result":"done"}`, 1},
-		{`{"subtype":"success","type":"result","result":"done"}`, 0},
-		{`{"type":"result","subtype":"success","result":"again"}`, 0},
+		{v1.Message{Seq: 1, Line: []byte(`{"type":"assistant","message":{"content":[]}}`)}, 2},
+		{v1.Message{Seq: 2, Line: []byte(`{"type":"result","subtype":"success","is_error":false}`)}, 2},
+		{v1.Done{Seq: 3, Reason: "completed"}, 1},
+		{v1.Done{Seq: 3, Reason: "completed"}, 1},
+		{v1.Done{Seq: 4, Reason: "completed"}, 0},
+		{v1.Done{Seq: 5, Reason: "completed"}, 0},
 	} {
-		c.queue([]byte(tc.line))
+		if err := c.handle(tc.frame); err != nil {
+			t.Fatal(err)
+		}
 		if got := c.openTurns.Load(); got != tc.want {
-			t.Errorf("after %s: open turns %d, want %d", tc.line, got, tc.want)
+			t.Errorf("after %#v: open turns %d, want %d", tc.frame, got, tc.want)
 		}
 	}
-	if len(c.out) != 5 {
-		t.Errorf("%d lines queued, want 5", len(c.out))
+	if len(c.out) != 2 {
+		t.Errorf("%d lines queued, want 2", len(c.out))
 	}
 }
