@@ -40,7 +40,7 @@ func (l *Log) run() {
 	defer close(l.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	// dropKept fires keepFor after records were first kept (see keep);
+	// dropKept fires every keepFor while records are kept (see keep);
 	// dropC is nil while none are.
 	dropKept := time.NewTimer(time.Hour)
 	dropKept.Stop()
@@ -49,7 +49,7 @@ func (l *Log) run() {
 	var backoff time.Duration
 	for {
 		if dropC == nil && l.keeping() {
-			dropKept.Reset(keepFor)
+			dropKept.Reset(l.opts.keepFor)
 			dropC = dropKept.C
 		}
 		urgent := false
@@ -60,7 +60,7 @@ func (l *Log) run() {
 		case <-dropC:
 			dropC = nil
 			l.mu.Lock()
-			l.dropAllKept()
+			l.dropOldKept()
 			l.mu.Unlock()
 			continue
 		case <-l.stop:
@@ -251,14 +251,15 @@ func (l *Log) commit(items []batchItem) error {
 // read it back from the file, which costs more than the commit saved. The
 // committed records stay at the head of the tail (sessionState.kept) until
 // a reader has taken them from there (sessionState.readTo), and at most
-// keepSessionBytes of them per session and keepTotalBytes in all; the
-// flusher drops every kept record keepFor after it first kept one, so a
-// session that goes quiet holds none for long. A kept record is found in
-// memory like a pending one, and on disk once dropped.
+// keepSessionBytes of them per session and Options.MaxPendingBytes in all
+// (as much as may wait for the disk); every
+// keepFor the flusher drops those it already kept the time before, so a
+// record stays at most twice that long and a session that goes quiet
+// holds none for long. A kept record is found in memory like a pending
+// one, and on disk once dropped.
 const (
 	keepFor          = 50 * time.Millisecond
-	keepSessionBytes = 4 << 20
-	keepTotalBytes   = 16 << 20
+	keepSessionBytes = 16 << 20
 )
 
 // keep notes that the records evs of s, which followed its kept ones, are
@@ -268,8 +269,9 @@ func (l *Log) keep(s *sessionState, evs []record) {
 	if len(evs) == 0 {
 		return
 	}
-	if s.kept == 0 {
+	if !s.keeper {
 		l.keepers = append(l.keepers, s)
+		s.keeper, s.keepMark = true, 0
 	}
 	s.kept += len(evs)
 	for _, r := range evs {
@@ -279,7 +281,7 @@ func (l *Log) keep(s *sessionState, evs []record) {
 	drop, size := 0, int64(0)
 	for drop < s.kept {
 		r := s.tail[drop]
-		if r.seq() > s.readTo && s.keptBytes-size <= keepSessionBytes && l.keptBytes-size <= keepTotalBytes {
+		if r.seq() > s.readTo && s.keptBytes-size <= keepSessionBytes && l.keptBytes-size <= l.opts.MaxPendingBytes {
 			break
 		}
 		drop++
@@ -309,9 +311,32 @@ func (l *Log) dropKept(s *sessionState, n int, size int64) {
 func (l *Log) dropAllKept() {
 	for _, s := range l.keepers {
 		l.dropKept(s, s.kept, s.keptBytes)
+		s.keeper = false
 	}
 	clear(l.keepers)
 	l.keepers = l.keepers[:0]
+}
+
+// dropOldKept drops the records kept since before the last call, and
+// notes what is kept now for the next. Under mu.
+func (l *Log) dropOldKept() {
+	keepers := l.keepers[:0]
+	for _, s := range l.keepers {
+		drop, size := 0, int64(0)
+		for drop < s.kept && s.tail[drop].seq() <= s.keepMark {
+			size += int64(len(s.tail[drop]))
+			drop++
+		}
+		l.dropKept(s, drop, size)
+		if s.kept > 0 {
+			s.keepMark = s.tail[s.kept-1].seq()
+			keepers = append(keepers, s)
+		} else {
+			s.keeper = false
+		}
+	}
+	clear(l.keepers[len(keepers):])
+	l.keepers = keepers
 }
 
 // keeping reports whether records are kept.

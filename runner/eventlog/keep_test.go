@@ -89,27 +89,87 @@ func TestCommittedEventsKeptForReaders(t *testing.T) {
 	}
 }
 
-// What a session keeps is bounded: the oldest committed events go first.
-func TestKeptEventsBounded(t *testing.T) {
+// Every keepFor the flusher drops what it had kept already the time
+// before: a record stays between one and two of those periods.
+func TestKeptEventsAge(t *testing.T) {
 	ctx := context.Background()
-	l, _ := open(t, Options{FlushInterval: time.Hour})
-	payload := make([]byte, 64<<10)
-	batch := make([][]byte, 2*keepSessionBytes/len(payload))
-	for i := range batch {
-		batch[i] = payload
+	l, _ := open(t, Options{FlushInterval: time.Hour, keepFor: time.Hour})
+	drop := func() {
+		l.mu.Lock()
+		l.dropOldKept()
+		l.mu.Unlock()
 	}
-	if _, err := l.AppendBatch(ctx, "s", batch); err != nil {
-		t.Fatal(err)
-	}
+	appendSeqs(t, l, "s", 1, 2)
 	if err := l.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n, size := keptOf(l, "s")
-	if size > keepSessionBytes || n == 0 {
-		t.Fatalf("%d events kept, %d bytes; want some, at most %d bytes", n, size, keepSessionBytes)
+	drop() // 1 and 2 are marked
+	appendSeqs(t, l, "s", 3)
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
 	}
-	evs, err := readAll(l, "s", 0)
-	if err != nil || len(evs) != len(batch) {
-		t.Fatalf("read %d events, %v; want %d", len(evs), err, len(batch))
+	if n, _ := keptOf(l, "s"); n != 3 {
+		t.Fatalf("%d events kept, want 3", n)
+	}
+	drop() // 1 and 2 go, 3 is marked
+	if n, _ := keptOf(l, "s"); n != 1 {
+		t.Fatalf("%d events kept after a second period, want 1", n)
+	}
+	drop()
+	if n, _ := keptOf(l, "s"); n != 0 {
+		t.Fatalf("%d events kept after a third period, want 0", n)
+	}
+	// A session kept again starts afresh.
+	appendSeqs(t, l, "s", 4)
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drop()
+	if n, _ := keptOf(l, "s"); n != 1 {
+		t.Fatalf("%d events kept after one period, want 1", n)
+	}
+	if evs, err := readAll(l, "s", 0); err != nil || len(evs) != 4 {
+		t.Fatalf("read %d events, %v; want 4", len(evs), err)
+	}
+}
+
+// What the log keeps is bounded, per session and in all (by
+// MaxPendingBytes): the oldest committed events of a session go first.
+func TestKeptEventsBounded(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		maxPending int64
+		limit      int64
+	}{
+		{"per session", 0, keepSessionBytes},
+		{"in all", 1 << 20, 1 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			l, _ := open(t, Options{FlushInterval: time.Hour, MaxPendingBytes: c.maxPending})
+			payload := make([]byte, 64<<10)
+			batch := make([][]byte, 2*int(c.limit)/len(payload))
+			for i := range batch {
+				batch[i] = payload
+			}
+			for _, session := range []string{"a", "b"} {
+				if _, err := l.AppendBatch(ctx, session, batch); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			na, a := keptOf(l, "a")
+			nb, b := keptOf(l, "b")
+			if a > c.limit || b > c.limit || na+nb == 0 || c.maxPending > 0 && a+b > c.limit {
+				t.Fatalf("kept %d events, %d bytes of a and %d events, %d bytes of b; want some, at most %d bytes", na, a, nb, b, c.limit)
+			}
+			for _, session := range []string{"a", "b"} {
+				if evs, err := readAll(l, session, 0); err != nil || len(evs) != len(batch) {
+					t.Fatalf("read %d events of %s, %v; want %d", len(evs), session, err, len(batch))
+				}
+			}
+		})
 	}
 }

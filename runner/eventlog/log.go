@@ -105,6 +105,9 @@ type Options struct {
 	// commitHook, when set (tests), runs before each group commit; an
 	// error fails that commit.
 	commitHook func() error
+
+	// keepFor, when set (tests), replaces the constant of that name.
+	keepFor time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -125,6 +128,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.keepFor <= 0 {
+		o.keepFor = keepFor
 	}
 	return o
 }
@@ -191,6 +197,8 @@ type sessionState struct {
 	kept      int      // committed records at the head of tail, kept for readers
 	keptBytes int64    // their size
 	readTo    uint64   // the last seq a reader took from memory
+	keepMark  uint64   // the last seq kept when the flusher last dropped old kept records
+	keeper    bool     // in Log.keepers
 	dirty     bool     // in Log.dirty
 	gaps      []gap    // sorted; appended to in new arrays only, so readers may keep a copy
 	gapsVer   uint64   // changes with gaps; gaps are on disk once committedGapsVer equals it
