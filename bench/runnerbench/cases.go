@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/tetherhq/tether/claude"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
@@ -43,29 +47,83 @@ func agentEnv(n, size, paceUS int) map[string]string {
 		"BENCH_SIZE": strconv.Itoa(size), "BENCH_PACE_US": strconv.Itoa(paceUS), "GOGC": "400"}
 }
 
-// throughput returns msgs/s locally and through a runner, each the median
-// of reps runs.
-func throughput(self string, n, reps int) (local, remote float64, err error) {
+// cpuUse is CPU time (user + system) spent by this process (the host's
+// SDK, and for the relay the runner too) and by its reaped children (the
+// agent), read with getrusage.
+type cpuUse struct{ self, children time.Duration }
+
+func cpuNow() cpuUse {
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	return cpuUse{self: rusageCPU(self), children: rusageCPU(children)}
+}
+
+func rusageCPU(ru syscall.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (c cpuUse) sub(o cpuUse) cpuUse {
+	return cpuUse{self: c.self - o.self, children: c.children - o.children}
+}
+
+// perMsg is CPU per message of a query that delivered n messages.
+func (c cpuUse) perMsg(n int) cpuUse {
+	return cpuUse{self: c.self / time.Duration(n), children: c.children / time.Duration(n)}
+}
+
+// tpResult is the throughput case's result: msgs/s and CPU per message,
+// each the median of the reps.
+type tpResult struct {
+	local, remote       float64
+	localCPU, remoteCPU cpuUse
+}
+
+// timedQuery runs query and measures its CPU; the agent is reaped when
+// the query returns (locally by the SDK, through the runner by the
+// session's end, which the host's close waits for), so its CPU counts.
+func timedQuery(opts claude.Options) (float64, cpuUse, error) {
+	before := cpuNow()
+	c, d, err := query(opts, nil)
+	if err != nil {
+		return 0, cpuUse{}, err
+	}
+	return float64(c) / d.Seconds(), cpuNow().sub(before).perMsg(c), nil
+}
+
+// throughput returns msgs/s and CPU per message locally and through a
+// runner, each the median of reps runs.
+func throughput(self string, n, reps int) (tpResult, error) {
 	env := agentEnv(n, 100, 0)
 	ip, err := startInproc(self, env)
 	if err != nil {
-		return 0, 0, err
+		return tpResult{}, err
 	}
 	defer ip.close()
 	var ls, rs []float64
+	var lc, rc []cpuUse
 	for i := range reps {
-		c, d, err := query(claude.Options{CLIPath: self, Env: env}, nil)
+		rate, cpu, err := timedQuery(claude.Options{CLIPath: self, Env: env})
 		if err != nil {
-			return 0, 0, fmt.Errorf("local: %w", err)
+			return tpResult{}, fmt.Errorf("local: %w", err)
 		}
-		ls = append(ls, float64(c)/d.Seconds())
-		c, d, err = query(claude.Options{Runner: &claude.RunnerOptions{URL: ip.url, WorkspaceID: fmt.Sprintf("tp%d", i)}}, nil)
+		ls, lc = append(ls, rate), append(lc, cpu)
+		rate, cpu, err = timedQuery(claude.Options{Runner: &claude.RunnerOptions{URL: ip.url, WorkspaceID: fmt.Sprintf("tp%d", i)}})
 		if err != nil {
-			return 0, 0, fmt.Errorf("runner: %w", err)
+			return tpResult{}, fmt.Errorf("runner: %w", err)
 		}
-		rs = append(rs, float64(c)/d.Seconds())
+		rs, rc = append(rs, rate), append(rc, cpu)
 	}
-	return median(ls), median(rs), nil
+	return tpResult{local: median(ls), remote: median(rs), localCPU: medianCPU(lc), remoteCPU: medianCPU(rc)}, nil
+}
+
+// medianCPU is the median of each part on its own.
+func medianCPU(cs []cpuUse) cpuUse {
+	var self, children []float64
+	for _, c := range cs {
+		self, children = append(self, float64(c.self)), append(children, float64(c.children))
+	}
+	return cpuUse{self: time.Duration(median(self)), children: time.Duration(median(children))}
 }
 
 // latency returns per-message delivery delays (p50, p99) locally and
@@ -113,9 +171,8 @@ func stamp(raw []byte) int64 {
 
 // replay logs n frames in a session nobody reads, then times a resuming
 // client receiving all of them: a seed-only client (one frame per
-// WebSocket message, each decoded whole with encoding/json), or with
-// relay, a host-control client that asks for batch frames and reads them
-// as the SDK does.
+// WebSocket message, see countSeed), or with relay, a host-control client
+// that asks for batch frames and reads them as the SDK does.
 func replay(self string, n int, relay bool) (frames int, perSec float64, err error) {
 	ip, err := startInproc(self, agentEnv(n, 100, 0))
 	if err != nil {
@@ -140,16 +197,24 @@ func replay(self string, n int, relay bool) (frames int, perSec float64, err err
 		return 0, 0, err
 	}
 	defer ws.CloseNow()
+	// Reads take a context that never ends, as a client that streams
+	// does (a read with one that can end arms a timer every message):
+	// the deadline closes the connection instead.
+	defer context.AfterFunc(ctx, func() { ws.CloseNow() })()
+	rctx := context.WithoutCancel(ctx)
 	count := countSeed
 	if relay {
 		count = countRelay
 	}
+	var buf []byte
 	for {
-		_, data, err := ws.Read(ctx)
+		if buf, err = readMessage(rctx, ws, buf[:0]); err != nil {
+			return frames, 0, err
+		}
+		k, seq, err := count(buf)
 		if err != nil {
 			return frames, 0, err
 		}
-		k, seq := count(data)
 		frames += k
 		if seq >= last {
 			return frames, float64(frames) / time.Since(start).Seconds(), nil
@@ -157,34 +222,71 @@ func replay(self string, n int, relay bool) (frames int, perSec float64, err err
 	}
 }
 
-// countSeed decodes a frame as a seed-only client would: it returns one
-// frame and its seq.
-func countSeed(data []byte) (int, uint64) {
-	var f struct {
-		Seq uint64 `json:"seq"`
+// readMessage reads a WebSocket message into buf, which the next read
+// reuses, as a client that keeps up with a stream does.
+func readMessage(ctx context.Context, ws *websocket.Conn, buf []byte) ([]byte, error) {
+	_, r, err := ws.Reader(ctx)
+	if err != nil {
+		return buf, err
 	}
-	_ = json.Unmarshal(data, &f)
-	return 1, f.Seq
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(cap(buf), 512))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// seedFrame is what a seed-only client takes from each frame: all of a
+// message frame's fields, the payload (the agent's line) unescaped into
+// a string of its own.
+type seedFrame struct {
+	Type      string `json:"type"`
+	Seq       uint64 `json:"seq"`
+	RequestID string `json:"request_id"`
+	Payload   string `json:"payload"`
+}
+
+// countSeed decodes a frame as a seed-only client does: the whole frame,
+// with a fast general decoder (segmentio/encoding/json, which the SDK
+// uses for the same work), not a scan for its seq. It returns one frame
+// and its seq.
+func countSeed(data []byte) (int, uint64, error) {
+	var f seedFrame
+	if err := segjson.Unmarshal(data, &f); err != nil {
+		return 0, 0, fmt.Errorf("seed client: %w: %.80s", err, data)
+	}
+	if f.Type == "message" && f.Payload == "" {
+		return 0, 0, fmt.Errorf("seed client: a message frame without a payload: %.80s", data)
+	}
+	return 1, f.Seq, nil
 }
 
 // countRelay reads a message as the SDK's transport does, with the
 // protocol's fast paths: it returns how many frames it carries and the
 // last one's seq.
-func countRelay(data []byte) (int, uint64) {
+func countRelay(data []byte) (int, uint64, error) {
 	if seq, _, _, ok := v1.DecodeRawMessage(data); ok {
-		return 1, seq
+		return 1, seq, nil
 	}
 	if seq, items, ok := v1.SplitBatch(data, nil); ok {
-		return len(items), seq + uint64(len(items)) - 1
+		return len(items), seq + uint64(len(items)) - 1, nil
 	}
 	f, err := v1.Decode(data)
 	if err != nil {
-		return 0, 0
+		return 0, 0, err
 	}
 	if b, ok := f.(v1.Batch); ok {
-		return len(b.Frames), b.Seq + uint64(len(b.Frames)) - 1
+		return len(b.Frames), b.Seq + uint64(len(b.Frames)) - 1, nil
 	}
-	return 1, v1.FrameSeq(f)
+	return 1, v1.FrameSeq(f), nil
 }
 
 // waitLogged waits until the session's log stops growing past min frames.

@@ -17,8 +17,9 @@ func run(cfg config) error {
 	switch cfg.only {
 	case "":
 	case "throughput":
-		local, remote, err := throughput(self, cfg.n, cfg.reps)
-		fmt.Printf("throughput: local %.0f msgs/s, runner %.0f msgs/s, ratio %.2f\n", local, remote, remote/local)
+		tp, err := throughput(self, cfg.n, cfg.reps)
+		fmt.Printf("throughput: local %.0f msgs/s, runner %.0f msgs/s, ratio %.2f\n", tp.local, tp.remote, tp.remote/tp.local)
+		printCPU(tp)
 		return err
 	case "latency":
 		lat, rlat, err := latency(self, cfg.latencyN)
@@ -41,10 +42,11 @@ func run(cfg config) error {
 	default:
 		return fmt.Errorf("unknown case %q (want throughput, latency, replay or idle)", cfg.only)
 	}
-	local, remote, err := throughput(self, cfg.n, cfg.reps)
+	tp, err := throughput(self, cfg.n, cfg.reps)
 	if err != nil {
 		return err
 	}
+	local, remote := tp.local, tp.remote
 	lat, rlat, err := latency(self, cfg.latencyN)
 	if err != nil {
 		return err
@@ -77,7 +79,16 @@ func run(cfg config) error {
 		frames, perSec, perSec, verdict(perSec >= 200_000))
 	fmt.Printf("| replay of %d logged frames to a resuming SDK host (batch frames) | — | %.0f frames/s | %.0f frames/s | ≥ 200k/s %s |\n",
 		relayFrames, relayPerSec, relayPerSec, verdict(relayPerSec >= 200_000))
+	fmt.Println()
+	printCPU(tp)
 	return nil
+}
+
+// printCPU prints the throughput case's CPU per message.
+func printCPU(tp tpResult) {
+	fmt.Printf("CPU per message (median; user + system): local: this process (SDK) %s, agent %s; "+
+		"through the runner: this process (runner + SDK) %s, agent %s\n",
+		usf(tp.localCPU.self), usf(tp.localCPU.children), usf(tp.remoteCPU.self), usf(tp.remoteCPU.children))
 }
 
 func verdict(ok bool) string {
@@ -87,5 +98,6 @@ func verdict(ok bool) string {
 	return "(NOT met)"
 }
 
-func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
-func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+func us(d time.Duration) string  { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
+func usf(d time.Duration) string { return fmt.Sprintf("%.2fµs", float64(d)/float64(time.Microsecond)) }
+func ms(d time.Duration) string  { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }

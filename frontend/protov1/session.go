@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	segjson "github.com/segmentio/encoding/json"
-
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
@@ -118,15 +116,16 @@ func (p *pumpState) log(ctx context.Context) {
 	}
 	p.buf = sized(p.buf, need)
 	ended := 0
+	requestID, relay := p.turn.get(), p.turn.isRelay()
 	for _, out := range p.outs {
-		p.buf = encodeLine(p.buf, p.turn, out.Line)
+		p.buf = encodeLine(p.buf, relay, requestID, out.Line)
 		p.ends = append(p.ends, len(p.buf))
 		if out.TurnEnded {
 			reason := "completed"
 			if out.TurnFailed {
 				reason = "error"
 			}
-			done, _ := v1.Encode(v1.Done{RequestID: p.turn.get(), Reason: reason})
+			done, _ := v1.Encode(v1.Done{RequestID: requestID, Reason: reason})
 			p.buf = append(p.buf, done...)
 			p.ends = append(p.ends, len(p.buf))
 			ended++
@@ -175,13 +174,13 @@ func (p *pumpState) trim() {
 const keepOutputs = 32
 
 // encodeLine frames one agent line: embedded as is for relay sessions
-// when it is a JSON object (the host's SDK parses it once), else as the
-// seed protocol's payload string.
-func encodeLine(dst []byte, turn *turnState, line []byte) []byte {
-	if turn.relay && len(line) > 1 && line[0] == '{' && segjson.Valid(line) {
-		return v1.AppendMessageRaw(dst, 0, turn.get(), line)
+// when it is a JSON object that any decoder takes (the host's SDK parses
+// it once), else as the seed protocol's payload string.
+func encodeLine(dst []byte, relay bool, requestID string, line []byte) []byte {
+	if relay && v1.EmbeddableLine(line) {
+		return v1.AppendMessageRaw(dst, 0, requestID, line)
 	}
-	return v1.AppendMessageLine(dst, 0, turn.get(), line)
+	return v1.AppendMessageLine(dst, 0, requestID, line)
 }
 
 // codeFor maps an open failure to an error frame code; "" means the

@@ -3,6 +3,7 @@ package protov1
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/coder/websocket"
@@ -51,11 +52,21 @@ func (c *conn) writeEvents(ctx context.Context, sess *runner.Session, after uint
 	return errSessionOver
 }
 
-// writeGroup sends a group of logged frames in one write.
+// writeGroup sends a group of logged frames in one write, within
+// writeTimeout and ctx: past either the connection is closed, as a
+// WebSocket write whose context ends closes it. The group's messages are
+// written under one watch of ctx, not one each (a WebSocket write with a
+// context that can end arms and disarms a watch of its own every time,
+// which costs more than writing a seed client's frame).
 func (c *conn) writeGroup(ctx context.Context, group []eventlog.Event) error {
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
-	err := c.writeMessages(ctx, group)
+	watch := context.AfterFunc(ctx, func() { _ = c.ws.CloseNow() })
+	err := c.writeMessages(context.WithoutCancel(ctx), group)
+	if !watch() {
+		// ctx ended first and closed the connection: that is the error.
+		err = fmt.Errorf("protov1: write: %w", ctx.Err())
+	}
 	if rerr := c.wire.release(ctx); err == nil {
 		err = rerr
 	}

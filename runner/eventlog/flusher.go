@@ -17,8 +17,9 @@ import (
 // (or less, when Sync, a waiting appender or a large pending volume asks
 // for it), takes every dirty tail, and writes them all in one bbolt
 // transaction (one fsync), while appends go on filling the tails. Only
-// after the commit does it drop the committed prefix of each tail, so an
-// event is always readable, from memory or from disk. Under load the
+// after the commit may it drop the committed prefix of each tail (it
+// keeps some a little longer for readers, see keep), so an event is
+// always readable, from memory or from disk. Under load the
 // commits run back to back, each carrying what arrived during the last.
 //
 // Backpressure: every uncommitted event is charged its record size plus
@@ -39,13 +40,29 @@ func (l *Log) run() {
 	defer close(l.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	// dropKept fires every keepFor while records are kept (see keep);
+	// dropC is nil while none are.
+	dropKept := time.NewTimer(time.Hour)
+	dropKept.Stop()
+	defer dropKept.Stop()
+	var dropC <-chan time.Time
 	var backoff time.Duration
 	for {
+		if dropC == nil && l.keeping() {
+			dropKept.Reset(l.opts.keepFor)
+			dropC = dropKept.C
+		}
 		urgent := false
 		select {
 		case <-l.wake:
 		case <-l.urgent:
 			urgent = true
+		case <-dropC:
+			dropC = nil
+			l.mu.Lock()
+			l.dropOldKept()
+			l.mu.Unlock()
+			continue
 		case <-l.stop:
 			l.finalErr = l.flush()
 			return
@@ -120,7 +137,7 @@ func (l *Log) flush() error {
 	items := make([]batchItem, 0, len(l.dirty))
 	for _, s := range l.dirty {
 		s.dirty = false
-		it := batchItem{s: s, evs: s.tail[:len(s.tail):len(s.tail)], last: s.last, first: s.first, charge: s.tailBytes}
+		it := batchItem{s: s, evs: s.tail[s.kept:len(s.tail):len(s.tail)], last: s.last, first: s.first, charge: s.tailBytes}
 		if s.gapsVer != s.committedGapsVer {
 			it.gaps, it.gapsVer = s.gaps, s.gapsVer
 		}
@@ -162,14 +179,7 @@ func (l *Log) flush() error {
 	var charge int64
 	for _, it := range items {
 		s := it.s
-		n := len(it.evs)
-		if n == len(s.tail) {
-			s.tail = nil
-		} else if n > 0 {
-			// Copy the rest so the committed prefix can be freed; readers
-			// may still hold the old array, which is never written again.
-			s.tail = append([]record(nil), s.tail[n:]...)
-		}
+		l.keep(s, it.evs)
 		s.tailBytes -= it.charge
 		charge += it.charge
 		s.committed = max(s.committed, it.last)
@@ -232,6 +242,108 @@ func (l *Log) commit(items []batchItem) error {
 		return nil
 	})
 	return boltErr("eventlog: commit", err)
+}
+
+// Keeping committed events
+//
+// A commit does not drop what it wrote from memory at once: a front end's
+// writer that follows the session a commit or two behind its pump would
+// read it back from the file, which costs more than the commit saved. The
+// committed records stay at the head of the tail (sessionState.kept) until
+// a reader has taken them from there (sessionState.readTo), and at most
+// keepSessionBytes of them per session and Options.MaxPendingBytes in all
+// (as much as may wait for the disk); every
+// keepFor the flusher drops those it already kept the time before, so a
+// record stays at most twice that long and a session that goes quiet
+// holds none for long. A kept record is found in memory like a pending
+// one, and on disk once dropped.
+const (
+	keepFor          = 50 * time.Millisecond
+	keepSessionBytes = 16 << 20
+)
+
+// keep notes that the records evs of s, which followed its kept ones, are
+// committed, and drops the kept records a reader has taken or that go
+// over the bounds. Under mu and writeMu.
+func (l *Log) keep(s *sessionState, evs []record) {
+	if len(evs) == 0 {
+		return
+	}
+	if !s.keeper {
+		l.keepers = append(l.keepers, s)
+		s.keeper, s.keepMark = true, 0
+	}
+	s.kept += len(evs)
+	for _, r := range evs {
+		s.keptBytes += int64(len(r))
+		l.keptBytes += int64(len(r))
+	}
+	drop, size := 0, int64(0)
+	for drop < s.kept {
+		r := s.tail[drop]
+		if r.seq() > s.readTo && s.keptBytes-size <= keepSessionBytes && l.keptBytes-size <= l.opts.MaxPendingBytes {
+			break
+		}
+		drop++
+		size += int64(len(r))
+	}
+	l.dropKept(s, drop, size)
+}
+
+// dropKept drops the first n kept records of s, size bytes.
+func (l *Log) dropKept(s *sessionState, n int, size int64) {
+	if n == 0 {
+		return
+	}
+	if n == len(s.tail) {
+		s.tail = nil
+	} else {
+		// Copy the rest so the dropped prefix can be freed; readers may
+		// still hold the old array, which is never written again.
+		s.tail = append([]record(nil), s.tail[n:]...)
+	}
+	s.kept -= n
+	s.keptBytes -= size
+	l.keptBytes -= size
+}
+
+// dropAllKept drops every kept record (see keep). Under mu.
+func (l *Log) dropAllKept() {
+	for _, s := range l.keepers {
+		l.dropKept(s, s.kept, s.keptBytes)
+		s.keeper = false
+	}
+	clear(l.keepers)
+	l.keepers = l.keepers[:0]
+}
+
+// dropOldKept drops the records kept since before the last call, and
+// notes what is kept now for the next. Under mu.
+func (l *Log) dropOldKept() {
+	keepers := l.keepers[:0]
+	for _, s := range l.keepers {
+		drop, size := 0, int64(0)
+		for drop < s.kept && s.tail[drop].seq() <= s.keepMark {
+			size += int64(len(s.tail[drop]))
+			drop++
+		}
+		l.dropKept(s, drop, size)
+		if s.kept > 0 {
+			s.keepMark = s.tail[s.kept-1].seq()
+			keepers = append(keepers, s)
+		} else {
+			s.keeper = false
+		}
+	}
+	clear(l.keepers[len(keepers):])
+	l.keepers = keepers
+}
+
+// keeping reports whether records are kept.
+func (l *Log) keeping() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.keepers) > 0
 }
 
 // Sync waits until every event appended before the call is committed to

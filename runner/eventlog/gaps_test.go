@@ -75,9 +75,7 @@ func TestSkipLeavesAGapReadsPassOver(t *testing.T) {
 		}
 	}
 	check(l, "memory")
-	if err := l.Sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	toDisk(t, l)
 	check(l, "disk")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -107,9 +105,7 @@ func TestMissingEventOutsideGapsIsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendSeqs(t, l, "s", 6)
-	if err := l.Sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	toDisk(t, l)
 	// Store events 1..3 again without event 2.
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		evb := eventsBucket(tx.Bucket(bucketSessions), "s")

@@ -353,9 +353,7 @@ func TestReadErrors(t *testing.T) {
 	for i := uint64(1); i <= 3000; i++ {
 		mustAppend(t, l, "s", []byte(seqPayload(i)))
 	}
-	if err := l.Sync(context.Background()); err != nil { // all on disk: chunks are full
-		t.Fatal(err)
-	}
+	toDisk(t, l) // chunks are full
 	if _, err := readAll(l, "s", 3001); !errors.Is(err, ErrAhead) {
 		t.Errorf("Read after Last: %v, want ErrAhead", err)
 	}
@@ -420,9 +418,7 @@ func TestPayloadsAreCopied(t *testing.T) {
 	}
 	check("from memory")
 	check("from memory again")
-	if err := l.Sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	toDisk(t, l)
 	check("from disk")
 	check("from disk again")
 }
@@ -451,15 +447,16 @@ func TestReadShared(t *testing.T) {
 			t.Fatalf("%s: payloads %q", where, got)
 		}
 		_ = append(got[0], "XXXXXXXX"...)
+		if string(got[2]) != "three" {
+			t.Fatalf("%s: an append to a shared payload reached the next one: %q", where, got[2])
+		}
 		evs, err := readAll(l, "s", 0)
 		if err != nil || string(evs[0].Payload) != "one" || string(evs[2].Payload) != "three" {
 			t.Fatalf("%s: after an append to a shared payload: %v %q", where, err, [][]byte{evs[0].Payload, evs[2].Payload})
 		}
 	}
 	check("from memory")
-	if err := l.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	toDisk(t, l)
 	check("from disk")
 }
 

@@ -105,6 +105,9 @@ type Options struct {
 	// commitHook, when set (tests), runs before each group commit; an
 	// error fails that commit.
 	commitHook func() error
+
+	// keepFor, when set (tests), replaces the constant of that name.
+	keepFor time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -125,6 +128,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.keepFor <= 0 {
+		o.keepFor = keepFor
 	}
 	return o
 }
@@ -165,6 +171,8 @@ type Log struct {
 	failTicket   uint64          // ticket covered by the last failed commit
 	failErr      error           // error of the last failed commit
 	flushed      chan struct{}   // closed and replaced after every commit attempt
+	keepers      []*sessionState // sessions with kept records
+	keptBytes    int64           // their kept records' size
 
 	wake   chan struct{} // something to flush (capacity 1)
 	urgent chan struct{} // flush now, do not wait for the window (capacity 1)
@@ -184,8 +192,13 @@ type sessionState struct {
 	last      uint64   // highest seq assigned (or skipped)
 	first     uint64   // lowest seq retained (last+1 when none)
 	lastTime  int64    // time of the last event, Unix ns (times never go back)
-	tail      []record // assigned, not yet committed, in seq order (gaps aside, consecutive); elements never change
-	tailBytes int64    // charge of what waits for the disk: tail, meta, gaps
+	tail      []record // in memory, in seq order (gaps aside, consecutive): kept committed ones (see keep), then those not yet committed; elements never change
+	tailBytes int64    // charge of what waits for the disk: the tail past kept, meta, gaps
+	kept      int      // committed records at the head of tail, kept for readers
+	keptBytes int64    // their size
+	readTo    uint64   // the last seq a reader took from memory
+	keepMark  uint64   // the last seq kept when the flusher last dropped old kept records
+	keeper    bool     // in Log.keepers
 	dirty     bool     // in Log.dirty
 	gaps      []gap    // sorted; appended to in new arrays only, so readers may keep a copy
 	gapsVer   uint64   // changes with gaps; gaps are on disk once committedGapsVer equals it

@@ -29,6 +29,18 @@ func open(t testing.TB, opts Options) (*Log, string) {
 	return reopen(t, path, opts), path
 }
 
+// toDisk commits everything appended and drops the committed events the
+// log keeps in memory (see keep), so that reads go to the file.
+func toDisk(t testing.TB, l *Log) {
+	t.Helper()
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.dropAllKept()
+	l.mu.Unlock()
+}
+
 func reopen(t testing.TB, path string, opts Options) *Log {
 	t.Helper()
 	l, err := Open(path, opts)
@@ -368,9 +380,7 @@ func TestSlowReaderGetsTruncated(t *testing.T) {
 	for i := uint64(1); i <= 2000; i++ {
 		mustAppend(t, l, "s", []byte(seqPayload(i)))
 	}
-	if err := l.Sync(ctx); err != nil { // all on disk: the first chunk is a full one
-		t.Fatal(err)
-	}
+	toDisk(t, l) // the first chunk is a full one
 	var n int
 	var err error
 	for ev, e := range l.Read(ctx, "s", 0) {

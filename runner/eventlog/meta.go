@@ -114,7 +114,7 @@ func (l *Log) Delete(session string) error {
 	if err := checkName(session); err != nil {
 		return err
 	}
-	l.writeMu.Lock() // no commit in flight: the session's tail is all pending
+	l.writeMu.Lock() // no commit in flight: the session's tail is kept or pending
 	defer l.writeMu.Unlock()
 	l.structMu.Lock() // no reader between its checks and its transaction
 	defer l.structMu.Unlock()
@@ -145,6 +145,7 @@ func (l *Log) Delete(session string) error {
 		s.dirty = false
 	}
 	l.pendingBytes -= s.tailBytes
+	l.dropKept(s, s.kept, s.keptBytes)
 	if len(l.dirty) == 0 {
 		l.durable = l.appended // nothing pending, nothing in flight
 	}

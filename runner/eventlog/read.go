@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // Read works in chunks: each chunk is served either from the session's
-// uncommitted tail (under Log.mu) or from one short bbolt read
-// transaction, copied out, and only then yielded, so that a slow consumer
-// never holds a lock or a transaction, and a long replay never holds the
-// whole log in memory. An event leaves the tail only after its commit, so
-// every event up to the snapshot is found in one place or the other.
+// tail (under Log.mu: events not yet committed, and committed ones kept a
+// little, see keep) or from one short bbolt read transaction, copied out,
+// and only then yielded, so that a slow consumer never holds a lock or a
+// transaction, and a long replay never holds the whole log in memory. An
+// event leaves the tail only after its commit, so every event up to the
+// snapshot is found in one place or the other.
 const (
 	chunkEvents = 1024
 	chunkBytes  = 1 << 20
@@ -39,7 +41,8 @@ func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[
 
 // ReadShared is Read for a reader that only passes payloads on (a front
 // end writing them to a connection): payloads of events not yet committed
-// are the log's own memory, not copies, so they must not be modified.
+// are the log's own memory, not copies, and those read from disk share
+// one copy per stored run, so they must not be modified.
 func (l *Log) ReadShared(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
 	return l.read(ctx, session, after, true)
 }
@@ -86,6 +89,33 @@ func (l *Log) read(ctx context.Context, session string, after uint64, shared boo
 	}
 }
 
+// ownTogether copies the payloads of events read from one stored value
+// into one allocation, each capped at its own length: a shared reader
+// passes them on together, and one allocation per value instead of one per
+// event keeps a replay from disk cheap.
+func ownTogether(evs []Event) {
+	n := 0
+	for _, ev := range evs {
+		n += len(ev.Payload)
+	}
+	if n == 0 {
+		for i := range evs {
+			evs[i].Payload = nil
+		}
+		return
+	}
+	mem := make([]byte, 0, n)
+	for i, ev := range evs {
+		if len(ev.Payload) == 0 {
+			evs[i].Payload = nil
+			continue
+		}
+		start := len(mem)
+		mem = append(mem, ev.Payload...)
+		evs[i].Payload = mem[start:len(mem):len(mem)]
+	}
+}
+
 // readChunk appends to buf the events of s from seq from on (which is in
 // no gap), at most up to end, and at least one; it passes over gaps.
 // shared: uncommitted payloads are not copied.
@@ -112,6 +142,9 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Eve
 		i, _ := slices.BinarySearchFunc(tail, from, func(r record, seq uint64) int { return cmp.Compare(r.seq(), seq) })
 		j, _ := slices.BinarySearchFunc(tail, end+1, func(r record, seq uint64) int { return cmp.Compare(r.seq(), seq) })
 		recs := tail[i:min(j, i+chunkEvents)]
+		if len(recs) > 0 {
+			s.readTo = max(s.readTo, recs[len(recs)-1].seq())
+		}
 		l.mu.Unlock()
 		for _, r := range recs {
 			if shared {
@@ -136,6 +169,7 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Eve
 		c := evb.Cursor()
 		want, size, full := from, 0, false
 		for k, v := c.Seek(seqKey(from)); k != nil && !full; k, v = c.Next() {
+			start := len(buf)
 			err := eachStored(k, v, func(seq uint64, t int64, payload []byte) bool {
 				if seq < want {
 					return true // the value holding from starts before it
@@ -145,11 +179,20 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Eve
 					full = true
 					return false
 				}
-				buf = append(buf, storedEvent(seq, t, payload))
+				buf = append(buf, Event{Seq: seq, Time: time.Unix(0, t), Payload: payload})
 				size += 8 + len(payload)
 				want = seq + 1
 				return true
 			})
+			// The payloads alias the file: copy them before the
+			// transaction ends.
+			if shared {
+				ownTogether(buf[start:])
+			} else {
+				for i := range buf[start:] {
+					buf[start+i].Payload = clone(buf[start+i].Payload)
+				}
+			}
 			if err != nil {
 				return err
 			}

@@ -51,8 +51,9 @@ type conn struct {
 	handshake     []byte
 	agentStarts   int
 
-	// openTurns counts user lines written without a result delivered
-	// since: the turns an agent restart cuts short (see endLostTurns).
+	// openTurns counts user lines written without a turn ended since
+	// (the runner's done frame follows every result line): the turns an
+	// agent restart cuts short (see endLostTurns).
 	openTurns atomic.Int64
 
 	// Input frames are numbered; the ones a resumed ready does not cover
@@ -235,11 +236,15 @@ func isTerminal(err error) bool {
 	return errors.Is(err, errSessionEnded) || errors.As(err, &re) || errors.Is(err, ErrUnauthorized)
 }
 
-// read delivers message payloads until the connection fails.
+// read delivers message payloads until the connection fails. Reads take
+// a context that never ends: Close and every loss of the connection close
+// ws, which ends the read, and a read whose context can end arms and
+// disarms a watch of it every message.
 func (c *conn) read(ws *websocket.Conn) error {
 	var r messageReader
+	ctx := context.WithoutCancel(c.ctx)
 	for {
-		data, err := r.read(c.ctx, ws)
+		data, err := r.read(ctx, ws)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
 				return errSessionEnded
@@ -338,6 +343,8 @@ func (c *conn) handle(frame v1.Frame) error {
 		}
 	case v1.Message:
 		c.queue(f.AgentLine())
+	case v1.Done:
+		c.turnEnded()
 	case v1.Error:
 		if f.Code == v1.CodeAgentExited || f.Code == v1.CodeLastSeqAhead {
 			return &RunnerError{Code: f.Code, Details: f.Details}
@@ -403,13 +410,17 @@ func (c *conn) deliver(seq uint64, line []byte) {
 	c.queue(bytes.Clone(line))
 }
 
-// queue gathers a line for the next flush, counting the turns it ends.
+// queue gathers a line for the next flush.
 func (c *conn) queue(line []byte) {
-	if bytes.Contains(line, []byte(`"result"`)) && cc.PeekType(line) == cc.TypeResult &&
-		c.openTurns.Add(-1) < 0 {
+	c.out = append(c.out, line)
+}
+
+// turnEnded counts a turn ended: the runner follows every result line
+// with a done frame, so the lines need no scan for results.
+func (c *conn) turnEnded() {
+	if c.openTurns.Add(-1) < 0 {
 		c.openTurns.Add(1) // a result of no turn of ours (an interrupt's, say)
 	}
-	c.out = append(c.out, line)
 }
 
 // flush hands the lines gathered from a message to Read, waiting for it:

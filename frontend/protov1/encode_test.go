@@ -1,0 +1,52 @@
+package protov1
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// A relay session embeds a line as is only when every decoder takes the
+// frame (encoding/json refuses nesting deeper than 10000, which leaves a
+// line 9997 levels in a batch frame); anything else goes as the seed
+// protocol's payload string. Either way the frame is one JSON value.
+func TestEncodeLine(t *testing.T) {
+	nested := func(depth int) string {
+		return strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)
+	}
+	cases := []struct {
+		line  string
+		relay bool
+		raw   bool
+	}{
+		{`{"type":"assistant","message":{"content":[]}}`, true, true},
+		{`{"type":"assistant","message":{"content":[]}}`, false, false},
+		{`{"type":"assistant",}`, true, false},
+		{`{"a":1}}`, true, false},
+		{`["not an object"]`, true, false},
+		{"{\"text\":\"a\x01b\"}", true, false},
+		{nested(9997), true, true},
+		{nested(9998), true, false},
+	}
+	for _, c := range cases {
+		frame := encodeLine(nil, c.relay, "q1", []byte(c.line))
+		var f struct {
+			Type      string          `json:"type"`
+			RequestID string          `json:"request_id"`
+			Payload   *string         `json:"payload"`
+			Line      json.RawMessage `json:"line"`
+		}
+		if err := json.Unmarshal(frame, &f); err != nil {
+			t.Fatalf("line %.40q: frame is not JSON: %v", c.line, err)
+		}
+		if f.Type != "message" || f.RequestID != "q1" {
+			t.Errorf("line %.40q: frame %.80s", c.line, frame)
+		}
+		switch {
+		case c.raw && string(f.Line) != c.line:
+			t.Errorf("line %.40q: not embedded as is: %.80s", c.line, frame)
+		case !c.raw && (f.Payload == nil || *f.Payload != c.line || f.Line != nil):
+			t.Errorf("line %.40q: not a payload string: %.80s", c.line, frame)
+		}
+	}
+}
