@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,7 +102,7 @@ func writeReport(w io.Writer, recs []record, f runFlags, info []string, jsonl st
 	for _, l := range info {
 		fmt.Fprintf(w, "- %s\n", l)
 	}
-	fmt.Fprintf(w, "- raw data: `%s`\n\n", jsonl)
+	fmt.Fprintf(w, "- raw data: `%s`\n\n", shortPath(jsonl))
 	if f.perf {
 		writePerf(w, recs, f)
 		writeMemory(w, recs)
@@ -393,4 +395,17 @@ func fmtNum(x float64, dec int) string {
 		b.WriteString(frac)
 	}
 	return b.String()
+}
+
+// shortPath shows a path below the working directory relative to it, so a
+// recorded report names no directory of the machine it ran on.
+func shortPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
 }
