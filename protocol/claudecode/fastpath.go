@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tetherhq/tether/internal/jsonscan"
 )
 
 // The fast path decodes the hottest line types, assistant and stream_event,
@@ -95,7 +97,7 @@ func (s *scanner) key() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + 1
-	if j := plainRun(s.b, start); j < len(s.b) && s.b[j] == '"' {
+	if j := jsonscan.PlainASCII(s.b, start); j < len(s.b) && s.b[j] == '"' {
 		s.i = j + 1
 		return s.b[start:j], true
 	}
@@ -131,7 +133,7 @@ func (s *scanner) str(dst *string) {
 		return
 	}
 	start := s.i
-	if j := plainRun(s.b, start+1); j < len(s.b) {
+	if j := jsonscan.PlainASCII(s.b, start+1); j < len(s.b) {
 		switch c := s.b[j]; {
 		case c == '"':
 			s.i = j + 1
@@ -315,7 +317,7 @@ func (s *scanner) array(elem func()) {
 // skipString validates a string's escapes and control characters.
 func (s *scanner) skipString() bool {
 	for j := s.i + 1; j < len(s.b); j++ {
-		if j = plainRun(s.b, j); j >= len(s.b) {
+		if j = jsonscan.PlainASCII(s.b, j); j >= len(s.b) {
 			break
 		}
 		switch c := s.b[j]; {

@@ -1,9 +1,6 @@
 package runnerv1
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
+import "github.com/tetherhq/tether/internal/jsonscan"
 
 // maxDepth is the deepest nesting encoding/json accepts.
 const maxDepth = 10000
@@ -150,36 +147,11 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-// SWAR constants: a byte of ones, a byte of high bits.
-const (
-	swarOnes = 0x0101010101010101
-	swarHigh = 0x8080808080808080
-)
-
 // skipString returns the index after the closing quote of a string whose
-// body starts at i (-1: invalid). Eight bytes at a time, it looks for the
-// first quote, backslash or control character.
+// body starts at i (-1: invalid).
 func skipString(data []byte, i int) int {
 	for {
-		for i+8 <= len(data) {
-			v := binary.LittleEndian.Uint64(data[i:])
-			// Per byte, after an xor with 0x02 a quote is 0x20 and a
-			// control character stays below it: flag bytes below 0x21
-			// (ASCII only: a set high bit is never flagged), and zero
-			// bytes after an xor with a backslash. The lowest flagged
-			// byte is always a true one.
-			x := v ^ (swarOnes * 0x02)
-			b := v ^ (swarOnes * '\\')
-			m := ((x - swarOnes*0x21) &^ x) | ((b - swarOnes) &^ b)
-			if m &= swarHigh; m != 0 {
-				i += bits.TrailingZeros64(m) / 8
-				break
-			}
-			i += 8
-		}
-		for i < len(data) && data[i] >= 0x20 && data[i] != '"' && data[i] != '\\' {
-			i++
-		}
+		i = jsonscan.Plain(data, i)
 		if i >= len(data) {
 			return -1
 		}
