@@ -75,6 +75,7 @@ func (c cpuUse) perMsg(n int) cpuUse {
 // tpResult is the throughput case's result: msgs/s and CPU per message,
 // each the median of the reps.
 type tpResult struct {
+	agent               string
 	local, remote       float64
 	localCPU, remoteCPU cpuUse
 }
@@ -91,11 +92,16 @@ func timedQuery(opts claude.Options) (float64, cpuUse, error) {
 	return float64(c) / d.Seconds(), cpuNow().sub(before).perMsg(c), nil
 }
 
+// fakeEnv is the environment of the peer harness's fake CLI for a turn of
+// n assistant messages of size text bytes.
+func fakeEnv(n, size int) map[string]string {
+	return map[string]string{"FAKE_N": strconv.Itoa(n), "FAKE_SIZE": strconv.Itoa(size)}
+}
+
 // throughput returns msgs/s and CPU per message locally and through a
-// runner, each the median of reps runs.
-func throughput(self string, n, reps int) (tpResult, error) {
-	env := agentEnv(n, 100, 0)
-	ip, err := startInproc(self, env)
+// runner, each the median of reps runs, with the agent cli in env.
+func throughput(cli string, env map[string]string, reps int) (tpResult, error) {
+	ip, err := startInproc(cli, env)
 	if err != nil {
 		return tpResult{}, err
 	}
@@ -103,7 +109,7 @@ func throughput(self string, n, reps int) (tpResult, error) {
 	var ls, rs []float64
 	var lc, rc []cpuUse
 	for i := range reps {
-		rate, cpu, err := timedQuery(claude.Options{CLIPath: self, Env: env})
+		rate, cpu, err := timedQuery(claude.Options{CLIPath: cli, Env: env})
 		if err != nil {
 			return tpResult{}, fmt.Errorf("local: %w", err)
 		}

@@ -3,7 +3,7 @@
 // idle session, and replay speed after a reconnect. It prints a table; see
 // docs/benchmarks.md for a recorded run.
 //
-//	go run ./bench/runnerbench [-sessions 1000] [-n 100000]
+//	go run ./bench/runnerbench [-sessions 1000] [-n 100000] [-fake-cli PATH]
 package main
 
 import (
@@ -26,6 +26,7 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 1_000, "idle sessions")
 	flag.IntVar(&cfg.replay, "replay", 100_000, "frames to replay")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of the throughput case (median)")
+	flag.StringVar(&cfg.fakeCLI, "fake-cli", ".cache/peer-sdk/fake-cli", "the peer harness's fake CLI (FAKE_N, FAKE_SIZE), which sdkbench prepares; the throughput case runs with it too when it exists")
 	flag.StringVar(&cfg.only, "only", "", "run one case: throughput, latency, replay or idle")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `FILE`")
 	flag.StringVar(&cfg.memprofile, "memprofile", "", "write an exact heap profile of the idle case's runner to `FILE` (its memory figure is then off)")
@@ -49,4 +50,5 @@ func main() {
 type config struct {
 	n, latencyN, sessions, replay, reps int
 	only, cpuprofile, memprofile        string
+	fakeCLI                             string
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 )
@@ -12,14 +13,18 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("runnerbench: %s, %d CPUs; agent: a Go stream-json stub (this binary), sandbox off\n\n", runtime.Version(), runtime.NumCPU())
+	fake := fakeCLI(cfg.fakeCLI)
+	fmt.Printf("runnerbench: %s, %d CPUs; agents: a Go stream-json stub (this binary)%s; sandbox off\n\n",
+		runtime.Version(), runtime.NumCPU(), fakeNote(fake, cfg.fakeCLI))
 
 	switch cfg.only {
 	case "":
 	case "throughput":
-		tp, err := throughput(self, cfg.n, cfg.reps)
-		fmt.Printf("throughput: local %.0f msgs/s, runner %.0f msgs/s, ratio %.2f\n", tp.local, tp.remote, tp.remote/tp.local)
-		printCPU(tp)
+		tps, err := throughputs(self, fake, cfg)
+		for _, tp := range tps {
+			fmt.Printf("throughput, %s: local %.0f msgs/s, runner %.0f msgs/s, ratio %.2f\n", tp.agent, tp.local, tp.remote, tp.remote/tp.local)
+			printCPU(tp)
+		}
 		return err
 	case "latency":
 		lat, rlat, err := latency(self, cfg.latencyN)
@@ -42,11 +47,10 @@ func run(cfg config) error {
 	default:
 		return fmt.Errorf("unknown case %q (want throughput, latency, replay or idle)", cfg.only)
 	}
-	tp, err := throughput(self, cfg.n, cfg.reps)
+	tps, err := throughputs(self, fake, cfg)
 	if err != nil {
 		return err
 	}
-	local, remote := tp.local, tp.remote
 	lat, rlat, err := latency(self, cfg.latencyN)
 	if err != nil {
 		return err
@@ -66,8 +70,10 @@ func run(cfg config) error {
 	added := idl.readyMedian - idl.agentStart
 	fmt.Println("| measure | local | through the runner | result | target |")
 	fmt.Println("|---|---:|---:|---:|---|")
-	fmt.Printf("| relay throughput, %d msgs of 100 B (median of %d) | %.0f msgs/s | %.0f msgs/s | %.2f× | ≥ 0.7× %s |\n",
-		cfg.n, cfg.reps, local, remote, remote/local, verdict(remote/local >= 0.7))
+	for _, tp := range tps {
+		fmt.Printf("| relay throughput, %s, %d msgs of 100 B text (median of %d) | %.0f msgs/s | %.0f msgs/s | %.2f× | ≥ 0.7× %s |\n",
+			tp.agent, cfg.n, cfg.reps, tp.local, tp.remote, tp.remote/tp.local, verdict(tp.remote/tp.local >= 0.7))
+	}
 	fmt.Printf("| delivery latency p50 (%d paced msgs) | %s | %s | +%s | ≤ 200µs added %s |\n",
 		cfg.latencyN, us(lat[0]), us(rlat[0]), us(rlat[0]-lat[0]), verdict(rlat[0]-lat[0] <= 200*time.Microsecond))
 	fmt.Printf("| delivery latency p99 | %s | %s | +%s | — |\n", us(lat[1]), us(rlat[1]), us(rlat[1]-lat[1]))
@@ -80,15 +86,58 @@ func run(cfg config) error {
 	fmt.Printf("| replay of %d logged frames to a resuming SDK host (batch frames) | — | %.0f frames/s | %.0f frames/s | ≥ 200k/s %s |\n",
 		relayFrames, relayPerSec, relayPerSec, verdict(relayPerSec >= 200_000))
 	fmt.Println()
-	printCPU(tp)
+	for _, tp := range tps {
+		printCPU(tp)
+	}
 	return nil
+}
+
+// throughputs runs the throughput case with the stub agent, then with the
+// fake CLI when there is one.
+func throughputs(self, fake string, cfg config) ([]tpResult, error) {
+	tp, err := throughput(self, agentEnv(cfg.n, 100, 0), cfg.reps)
+	if err != nil {
+		return nil, fmt.Errorf("stub agent: %w", err)
+	}
+	tp.agent = "stub agent"
+	tps := []tpResult{tp}
+	if fake == "" {
+		return tps, nil
+	}
+	tp, err = throughput(fake, fakeEnv(cfg.n, 100), cfg.reps)
+	if err != nil {
+		return tps, fmt.Errorf("fake CLI: %w", err)
+	}
+	tp.agent = "fake CLI"
+	return append(tps, tp), nil
+}
+
+// fakeCLI returns path made absolute (the runner starts agents in their
+// workspaces) when it names an executable file, else "".
+func fakeCLI(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	if st, err := os.Stat(abs); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return ""
+	}
+	return abs
+}
+
+// fakeNote names the fake CLI as given (a report names no absolute path).
+func fakeNote(fake, given string) string {
+	if fake == "" {
+		return " (no fake CLI at " + given + ": run sdkbench once to prepare it, or pass -fake-cli)"
+	}
+	return " and the peer harness's fake CLI (" + given + ")"
 }
 
 // printCPU prints the throughput case's CPU per message.
 func printCPU(tp tpResult) {
-	fmt.Printf("CPU per message (median; user + system): local: this process (SDK) %s, agent %s; "+
+	fmt.Printf("CPU per message, %s (median; user + system): local: this process (SDK) %s, agent %s; "+
 		"through the runner: this process (runner + SDK) %s, agent %s\n",
-		usf(tp.localCPU.self), usf(tp.localCPU.children), usf(tp.remoteCPU.self), usf(tp.remoteCPU.children))
+		tp.agent, usf(tp.localCPU.self), usf(tp.localCPU.children), usf(tp.remoteCPU.self), usf(tp.remoteCPU.children))
 }
 
 func verdict(ok bool) string {

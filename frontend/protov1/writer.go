@@ -70,8 +70,25 @@ func (c *conn) writeGroup(ctx context.Context, group []eventlog.Event) error {
 	if rerr := c.wire.release(ctx); err == nil {
 		err = rerr
 	}
-	c.buf = trimmed(c.buf)
+	if !full(group) {
+		// Caught up, perhaps to go idle: keep no large buffer. A writer
+		// that is behind keeps it for the next group.
+		c.buf = trimmed(c.buf)
+	}
 	return err
+}
+
+// full reports whether a group was cut at its bounds, which means more
+// frames were waiting behind it.
+func full(group []eventlog.Event) bool {
+	if len(group) >= groupFrames {
+		return true
+	}
+	size := 0
+	for _, ev := range group {
+		size += len(ev.Payload)
+	}
+	return size >= groupBytes/2
 }
 
 // writeMessages writes the group's messages, all but the last gathered.
@@ -106,7 +123,13 @@ func (c *conn) encode(group []eventlog.Event) int {
 	for _, ev := range group[:n] {
 		c.items = append(c.items, ev.Payload)
 	}
-	c.buf = v1.AppendBatch(sized(c.buf, size), group[0].Seq, c.items)
+	need := size
+	if size > keepBuf/4 {
+		// A large batch: room for the largest this connection sends now,
+		// as batches grow and each larger one would allocate again.
+		need = max(size, c.batchBytes)
+	}
+	c.buf = v1.AppendBatch(sized(c.buf, need), group[0].Seq, c.items)
 	clear(c.items)
 	return n
 }

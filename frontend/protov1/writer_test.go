@@ -8,12 +8,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner/eventlog"
 )
 
@@ -95,5 +98,79 @@ func TestWriteGroupEndsWithItsContext(t *testing.T) {
 	case <-stall.closed:
 	default:
 		t.Fatal("the connection is still open")
+	}
+}
+
+// A writer that is behind (its group was cut at the bounds) keeps its
+// batch buffer for the next group; one that caught up lets a large one
+// go. Every frame reaches the host either way.
+func TestWriterKeepsItsBufferWhileBehind(t *testing.T) {
+	payload := func(seq uint64) []byte {
+		return []byte(`{"type":"message","request_id":"q","message":{"type":"assistant","n":` + strconv.FormatUint(seq, 10) + `,"pad":"` + strings.Repeat("x", 400) + `"}}`)
+	}
+	group := func(first uint64, n int) []eventlog.Event {
+		g := make([]eventlog.Event, n)
+		for i := range g {
+			g[i] = eventlog.Event{Seq: first + uint64(i), Payload: payload(first + uint64(i))}
+		}
+		return g
+	}
+	groups := [][]eventlog.Event{group(1, groupFrames), group(1+groupFrames, 3)}
+	var caps []int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gw := &gatherWriter{ResponseWriter: w}
+		ws, err := websocket.Accept(gw, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		c := &conn{ws: ws, wire: gw.conn, batch: true, batchBytes: minBatchBytes} // a new connection: its batches grow
+		for _, g := range groups {
+			if err := c.writeGroup(r.Context(), g); err != nil {
+				t.Error(err)
+				return
+			}
+			caps = append(caps, cap(c.buf))
+		}
+		_ = ws.Close(websocket.StatusNormalClosure, "")
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(-1)
+	next := uint64(1)
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatal(err)
+			}
+			break
+		}
+		seq, items, ok := v1.SplitBatch(data, nil)
+		if !ok {
+			f, err := v1.Decode(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq, items = v1.FrameSeq(f), [][]byte{data}
+		}
+		for i, item := range items {
+			if s := seq + uint64(i); s != next || !bytes.Contains(item, []byte(`"n":`+strconv.FormatUint(s, 10)+`,`)) {
+				t.Fatalf("frame %d: %.60s, want frame %d", s, item, next)
+			}
+			next++
+		}
+	}
+	if want := uint64(groupFrames + 3 + 1); next != want {
+		t.Errorf("host got frames up to %d, want %d", next-1, want-1)
+	}
+	if len(caps) != 2 || caps[0] < keepBuf || caps[1] > keepBuf {
+		t.Errorf("buffer capacity after a full group, then a small one: %v; want kept (> %d), then let go", caps, keepBuf)
 	}
 }
