@@ -242,6 +242,7 @@ func isTerminal(err error) bool {
 // disarms a watch of it every message.
 func (c *conn) read(ws *websocket.Conn) error {
 	var r messageReader
+	defer r.close()
 	ctx := context.WithoutCancel(c.ctx)
 	for {
 		data, err := r.read(ctx, ws)
