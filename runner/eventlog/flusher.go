@@ -295,12 +295,22 @@ func (l *Log) dropKept(s *sessionState, n int, size int64) {
 	if n == 0 {
 		return
 	}
-	if n == len(s.tail) {
+	rest := s.tail[n:]
+	switch {
+	case len(rest) == 0:
 		s.tail = nil
-	} else {
-		// Copy the rest so the dropped prefix can be freed; readers may
-		// still hold the old array, which is never written again.
-		s.tail = append([]record(nil), s.tail[n:]...)
+	case n >= len(rest):
+		// Most of the array is dropped: copy the rest so the dropped
+		// records can be freed; readers may still hold the old array,
+		// which is never written again.
+		s.tail = append([]record(nil), rest...)
+	default:
+		// Keep the array: appends write past its end, where no reader
+		// looks, and the dropped prefix goes with the next copy (here,
+		// or when an append outgrows the array). Copying the rest at
+		// every commit cost a copy of a long tail per commit while a
+		// reader lagged behind.
+		s.tail = rest
 	}
 	s.kept -= n
 	s.keptBytes -= size
