@@ -3,6 +3,7 @@ package protov1
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
@@ -35,9 +36,17 @@ func (s *Server) handle(ctx context.Context, sess *runner.Session, frame v1.Fram
 	agent := sess.Agent()
 	switch f := frame.(type) {
 	case v1.Query:
-		s.turnOf(sess).set(f.RequestID)
+		// One query at a time, as the protocol's hosts send them: a
+		// second one would relabel the first one's frames.
+		turn := s.turnOf(sess)
+		if running, ok := turn.begin(f.RequestID); !ok {
+			s.emitError(ctx, sess, f.RequestID, v1.CodeTurnInProgress,
+				fmt.Sprintf("query %q is still running: send the next one after its done frame", running))
+			return nil
+		}
 		sess.TurnStarted()
 		if err := agent.Prompt(ctx, f.Prompt); err != nil {
+			turn.end()
 			sess.TurnEnded()
 			s.emitError(ctx, sess, f.RequestID, v1.CodeAgentExited, err.Error())
 		}

@@ -40,3 +40,44 @@ func TestSeedLifecycle(t *testing.T) {
 		t.Fatal("connection stayed open after stop")
 	}
 }
+
+// A query sent while another one's turn runs is refused with
+// turn_in_progress under its own request id; the running turn keeps its
+// request id to its done frame, and the next query after that runs.
+func TestQueryWhileATurnRuns(t *testing.T) {
+	tr := startRunner(t, "slow", time.Minute)
+	c := tr.dial()
+	c.open("agent_busy", nil)
+	c.query("q1", "count")
+	for f := c.next(); f["type"] != "message" || f["request_id"] != "q1"; f = c.next() {
+		if f["type"] == "done" || f["type"] == "error" {
+			t.Fatalf("before q1's output: %v", f)
+		}
+	}
+	c.query("q2", "too soon")
+	var refused bool
+	for _, f := range c.until("done") {
+		switch {
+		case f["type"] == "error":
+			if f["request_id"] != "q2" || f["code"] != "turn_in_progress" || !strings.Contains(str(f, "details"), `"q1"`) {
+				t.Fatalf("error frame %v, want turn_in_progress for q2 naming q1", f)
+			}
+			refused = true
+		case f["request_id"] != "q1":
+			t.Fatalf("frame of the running turn labelled %v: %v", f["request_id"], f)
+		}
+	}
+	if !refused {
+		t.Fatal("q2 was not refused")
+	}
+	c.query("q3", "now")
+	frames := c.until("done")
+	if done := frames[len(frames)-1]; done["request_id"] != "q3" || done["reason"] != "completed" {
+		t.Fatalf("after q1's done, q3 ended with %v", done)
+	}
+	for _, f := range frames {
+		if f["type"] == "error" {
+			t.Fatalf("q3: %v", f)
+		}
+	}
+}

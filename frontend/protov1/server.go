@@ -44,6 +44,9 @@ type Server struct {
 type turnState struct {
 	mu        sync.Mutex
 	requestID string
+	// open: a query's turn runs; the next query waits for its done frame
+	// (the request id labels every frame until then).
+	open bool
 	// relay sessions get the agent's JSON lines embedded as is, and may
 	// send batch frames. Set before the pump starts; read it elsewhere
 	// with isRelay.
@@ -85,9 +88,22 @@ func (t *turnState) isRelay() bool {
 	return t.relay
 }
 
-func (t *turnState) set(id string) {
+// begin opens a query's turn, unless one is open: it returns the request
+// id of that one and false.
+func (t *turnState) begin(id string) (running string, ok bool) {
 	t.mu.Lock()
-	t.requestID = id
+	defer t.mu.Unlock()
+	if t.open {
+		return t.requestID, false
+	}
+	t.requestID, t.open = id, true
+	return "", true
+}
+
+// end closes the open turn, if any.
+func (t *turnState) end() {
+	t.mu.Lock()
+	t.open = false
 	t.mu.Unlock()
 }
 

@@ -139,6 +139,9 @@ func (p *pumpState) log(ctx context.Context) {
 	if _, err := p.sess.AppendBatch(ctx, p.frames); err != nil {
 		p.appendEach(ctx, err)
 	}
+	if ended > 0 {
+		p.turn.end()
+	}
 	for range ended {
 		p.sess.TurnEnded()
 	}

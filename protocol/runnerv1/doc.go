@@ -53,10 +53,13 @@ const (
 	CodeTooManySessions    = "too_many_sessions"
 	CodeAgentStartFailed   = "agent_start_failed"
 	CodeAgentExited        = "agent_exited"
-	CodeTurnInProgress     = "turn_in_progress"
-	CodeControlFailed      = "control_failed"
-	CodeShuttingDown       = "shutting_down"
-	CodeInternal           = "internal_error"
+	// CodeTurnInProgress refuses a query sent while an earlier query's
+	// turn runs (until its done frame): one query at a time, as the
+	// protocol labels every frame with the running query's request_id.
+	CodeTurnInProgress = "turn_in_progress"
+	CodeControlFailed  = "control_failed"
+	CodeShuttingDown   = "shutting_down"
+	CodeInternal       = "internal_error"
 	// CodeLastSeqAhead refuses a resume whose last_seq is past the end of
 	// the session's log by more than a runner crash can lose (a crash
 	// that lost frames the host had received is not an error: the session
