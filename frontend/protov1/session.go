@@ -136,11 +136,13 @@ func (p *pumpState) log(ctx context.Context) {
 		p.frames = append(p.frames, p.buf[start:end])
 		start = end
 	}
+	if ended > 0 {
+		// Before the done frame is logged: a host that sees it may send
+		// its next query at once. This batch keeps the request id it took.
+		p.turn.end()
+	}
 	if _, err := p.sess.AppendBatch(ctx, p.frames); err != nil {
 		p.appendEach(ctx, err)
-	}
-	if ended > 0 {
-		p.turn.end()
 	}
 	for range ended {
 		p.sess.TurnEnded()
