@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tetherhq/tether/internal/mockclaude"
 )
 
 // The seed's lifecycle: connect → init → ready → query → messages → done → stop.
@@ -45,7 +47,9 @@ func TestSeedLifecycle(t *testing.T) {
 // turn_in_progress under its own request id; the running turn keeps its
 // request id to its done frame, and the next query after that runs.
 func TestQueryWhileATurnRuns(t *testing.T) {
-	tr := startRunner(t, "slow", time.Minute)
+	// 50 chunks 20 ms apart: q2 arrives a second before q1's turn ends.
+	tr := startRunnerWith(t, runnerOpts{scenario: "slow", grace: time.Minute,
+		env: map[string]string{mockclaude.EnvDelayMS: "20"}})
 	c := tr.dial()
 	c.open("agent_busy", nil)
 	c.query("q1", "count")
