@@ -51,7 +51,9 @@ func (s *Server) handle(ctx context.Context, sess *runner.Session, frame v1.Fram
 			s.emitError(ctx, sess, f.RequestID, v1.CodeAgentExited, err.Error())
 		}
 	case v1.Control:
-		go s.control(sess, f)
+		// Off the read loop (an answer can take a while), on the
+		// session's group, which Runner.Shutdown waits for.
+		sess.Go(func(ctx context.Context) { s.control(ctx, sess, f) })
 	case v1.Interrupt:
 		if err := agent.Interrupt(ctx); err != nil {
 			s.emitError(ctx, sess, "", v1.CodeControlFailed, err.Error())
@@ -104,8 +106,7 @@ func (s *Server) prepared(ctx context.Context, sess *runner.Session, frame v1.Fr
 
 // control runs a control request off the read loop: the answer comes
 // through the agent's output, which the read loop must not block.
-func (s *Server) control(sess *runner.Session, f v1.Control) {
-	ctx := sess.Context()
+func (s *Server) control(ctx context.Context, sess *runner.Session, f v1.Control) {
 	resp, err := sess.Agent().Control(ctx, f.Subtype, f.Params)
 	if err != nil {
 		s.emitError(ctx, sess, f.RequestID, v1.CodeControlFailed, err.Error())
