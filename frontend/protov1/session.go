@@ -106,8 +106,10 @@ type pumpState struct {
 }
 
 // log appends the frames of p.outs in one batch: a message per line, and
-// after a line that ends a turn, its done frame. Turns are marked ended
-// only once their done frame is logged.
+// after a line that ends a turn, its done frame. The session counts a
+// turn ended (for shutdown) only once its done frame is logged; the
+// query's turn closes just before, so a host that sees the done frame can
+// send its next query at once.
 func (p *pumpState) log(ctx context.Context) {
 	defer p.trim()
 	need := 0
@@ -137,9 +139,7 @@ func (p *pumpState) log(ctx context.Context) {
 		start = end
 	}
 	if ended > 0 {
-		// Before the done frame is logged: a host that sees it may send
-		// its next query at once. This batch keeps the request id it took.
-		p.turn.end()
+		p.turn.end() // this batch keeps the request id it took
 	}
 	if _, err := p.sess.AppendBatch(ctx, p.frames); err != nil {
 		p.appendEach(ctx, err)
