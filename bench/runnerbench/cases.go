@@ -47,29 +47,23 @@ func agentEnv(n, size, paceUS int) map[string]string {
 		"BENCH_SIZE": strconv.Itoa(size), "BENCH_PACE_US": strconv.Itoa(paceUS), "GOGC": "400"}
 }
 
-// cpuUse is CPU time (user + system) spent by this process (the host's
-// SDK, and for the relay the runner too) and by its reaped children (the
-// agent), read with getrusage.
-type cpuUse struct{ self, children time.Duration }
+// cpuUse is CPU time (user + system) per message: of this process (the
+// SDK: the host's, through the runner), of the runner's process (0
+// locally), and of the agent (reaped by the SDK locally, by the runner
+// through it).
+type cpuUse struct{ sdk, runner, agent time.Duration }
 
-func cpuNow() cpuUse {
+// selfCPU returns the CPU time of this process and of its reaped
+// children, read with getrusage.
+func selfCPU() (own, reaped time.Duration) {
 	var self, children syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
-	return cpuUse{self: rusageCPU(self), children: rusageCPU(children)}
+	return rusageCPU(self), rusageCPU(children)
 }
 
 func rusageCPU(ru syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func (c cpuUse) sub(o cpuUse) cpuUse {
-	return cpuUse{self: c.self - o.self, children: c.children - o.children}
-}
-
-// perMsg is CPU per message of a query that delivered n messages.
-func (c cpuUse) perMsg(n int) cpuUse {
-	return cpuUse{self: c.self / time.Duration(n), children: c.children / time.Duration(n)}
 }
 
 // tpResult is the throughput case's result: msgs/s and CPU per message,
@@ -80,16 +74,29 @@ type tpResult struct {
 	localCPU, remoteCPU cpuUse
 }
 
-// timedQuery runs query and measures its CPU; the agent is reaped when
-// the query returns (locally by the SDK, through the runner by the
+// timedQuery runs query and returns msgs/s and CPU per message; rc is the
+// runner's process when the query goes through one. The agent is reaped
+// when the query returns (locally by the SDK, through the runner by the
 // session's end, which the host's close waits for), so its CPU counts.
-func timedQuery(opts claude.Options) (float64, cpuUse, error) {
-	before := cpuNow()
-	c, d, err := query(opts, nil)
+func timedQuery(opts claude.Options, rc *child) (float64, cpuUse, error) {
+	sdk0, agent0 := selfCPU()
+	var runner0 time.Duration
+	if rc != nil {
+		runner0, agent0 = rc.cpu()
+	}
+	n, d, err := query(opts, nil)
 	if err != nil {
 		return 0, cpuUse{}, err
 	}
-	return float64(c) / d.Seconds(), cpuNow().sub(before).perMsg(c), nil
+	sdk1, agent1 := selfCPU()
+	var runner1 time.Duration
+	if rc != nil {
+		// The runner reaps the agent a moment after the host's close.
+		time.Sleep(100 * time.Millisecond)
+		runner1, agent1 = rc.cpu()
+	}
+	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
+	return float64(n) / d.Seconds(), cpuUse{sdk: per(sdk1 - sdk0), runner: per(runner1 - runner0), agent: per(agent1 - agent0)}, nil
 }
 
 // fakeEnv is the environment of the peer harness's fake CLI for a turn of
@@ -99,37 +106,38 @@ func fakeEnv(n, size int) map[string]string {
 }
 
 // throughput returns msgs/s and CPU per message locally and through a
-// runner, each the median of reps runs, with the agent cli in env.
-func throughput(cli string, env map[string]string, reps int) (tpResult, error) {
-	ip, err := startInproc(cli, env)
+// runner in its own process, each the median of reps runs, with the agent
+// cli in env.
+func throughput(self, cli string, env map[string]string, reps int, heapFloor int64) (tpResult, error) {
+	rc, err := startChild(self, cli, env, heapFloor)
 	if err != nil {
 		return tpResult{}, err
 	}
-	defer ip.close()
+	defer rc.close()
 	var ls, rs []float64
-	var lc, rc []cpuUse
+	var lc, rcpu []cpuUse
 	for i := range reps {
-		rate, cpu, err := timedQuery(claude.Options{CLIPath: cli, Env: env})
+		rate, cpu, err := timedQuery(claude.Options{CLIPath: cli, Env: env}, nil)
 		if err != nil {
 			return tpResult{}, fmt.Errorf("local: %w", err)
 		}
 		ls, lc = append(ls, rate), append(lc, cpu)
-		rate, cpu, err = timedQuery(claude.Options{Runner: &claude.RunnerOptions{URL: ip.url, WorkspaceID: fmt.Sprintf("tp%d", i)}})
+		rate, cpu, err = timedQuery(claude.Options{Runner: &claude.RunnerOptions{URL: rc.url, WorkspaceID: fmt.Sprintf("tp%d", i)}}, rc)
 		if err != nil {
 			return tpResult{}, fmt.Errorf("runner: %w", err)
 		}
-		rs, rc = append(rs, rate), append(rc, cpu)
+		rs, rcpu = append(rs, rate), append(rcpu, cpu)
 	}
-	return tpResult{local: median(ls), remote: median(rs), localCPU: medianCPU(lc), remoteCPU: medianCPU(rc)}, nil
+	return tpResult{local: median(ls), remote: median(rs), localCPU: medianCPU(lc), remoteCPU: medianCPU(rcpu)}, nil
 }
 
 // medianCPU is the median of each part on its own.
 func medianCPU(cs []cpuUse) cpuUse {
-	var self, children []float64
+	var sdk, runner, agent []float64
 	for _, c := range cs {
-		self, children = append(self, float64(c.self)), append(children, float64(c.children))
+		sdk, runner, agent = append(sdk, float64(c.sdk)), append(runner, float64(c.runner)), append(agent, float64(c.agent))
 	}
-	return cpuUse{self: time.Duration(median(self)), children: time.Duration(median(children))}
+	return cpuUse{sdk: time.Duration(median(sdk)), runner: time.Duration(median(runner)), agent: time.Duration(median(agent))}
 }
 
 // latency returns per-message delivery delays (p50, p99) locally and

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -36,36 +34,6 @@ while IFS= read -r l; do
   esac
 done
 `
-
-// serveChild runs a runner in its own process, so its memory can be read
-// from outside: `runnerbench serve -cli SCRIPT`. It prints the address,
-// then serves until stdin closes.
-func serveChild(args []string) int {
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	cli := fs.String("cli", "", "agent executable")
-	exact := fs.Bool("exact-profile", false, "record every allocation (for a heap profile; costs memory)")
-	_ = fs.Parse(args)
-	if *exact {
-		runtime.MemProfileRate = 1
-	}
-	ip, err := startInproc(*cli, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer ip.close()
-	fmt.Println("LISTENING", ip.url)
-	// Each line on stdin names a file to write a heap profile to (the
-	// parent asks once the sessions are idle); EOF ends the child.
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		if err := writeHeapProfile(in.Text()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		fmt.Println("PROFILED")
-	}
-	return 0
-}
 
 // writeHeapProfile writes the heap profile to path, and the goroutines
 // (grouped by stack) with the memory statistics to path+".txt".
@@ -109,7 +77,7 @@ type idleResult struct {
 // idle opens n sessions on a runner in a child process and reads its RSS.
 // With memprofile set, the child records every allocation and writes a
 // heap profile there once the sessions are idle (its RSS is then larger).
-func idle(self string, n int, memprofile string) (idleResult, error) {
+func idle(self string, n int, memprofile string, heapFloor int64) (idleResult, error) {
 	dir, err := os.MkdirTemp("", "runnerbench-idle-")
 	if err != nil {
 		return idleResult{}, err
@@ -119,24 +87,17 @@ func idle(self string, n int, memprofile string) (idleResult, error) {
 	if err := os.WriteFile(script, []byte(fakeScript), 0o755); err != nil {
 		return idleResult{}, err
 	}
-	cmd := exec.Command(self, "serve", "-cli", script)
+	var extra []string
 	if memprofile != "" {
 		// RSS is then off: this run is for the profile.
-		cmd.Args = append(cmd.Args, "-exact-profile")
+		extra = append(extra, "-exact-profile")
 	}
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return idleResult{}, err
-	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
+	ch, err := startChild(self, script, nil, heapFloor, extra...)
 	if err != nil {
 		return idleResult{}, err
 	}
-	url := strings.TrimSpace(strings.TrimPrefix(line, "LISTENING "))
+	defer ch.close()
+	url, pid := ch.url, ch.cmd.Process.Pid
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// Warm up one session so one-time costs are not charged per session.
@@ -146,7 +107,7 @@ func idle(self string, n int, memprofile string) (idleResult, error) {
 	}
 	defer warm.CloseNow()
 	time.Sleep(time.Second)
-	before := rssKiB(cmd.Process.Pid)
+	before := rssKiB(pid)
 	var conns []*websocket.Conn
 	var readers sync.WaitGroup
 	defer func() {
@@ -169,10 +130,10 @@ func idle(self string, n int, memprofile string) (idleResult, error) {
 		readers.Go(func() { drain(ctx, ws) })
 	}
 	time.Sleep(2 * time.Second)
-	after := rssKiB(cmd.Process.Pid)
-	threads := procStatus(cmd.Process.Pid, "Threads:")
+	after := rssKiB(pid)
+	threads := procStatus(pid, "Threads:")
 	if memprofile != "" {
-		if err := profileChild(stdin, out, memprofile); err != nil {
+		if err := profileChild(ch.stdin, ch.out, memprofile); err != nil {
 			return idleResult{}, err
 		}
 	}

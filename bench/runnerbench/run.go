@@ -40,7 +40,7 @@ func run(cfg config) error {
 		fmt.Printf("replay: %d frames, seed-only client %.0f frames/s, SDK host (batches) %.0f frames/s\n", frames, perSec, relayPerSec)
 		return err
 	case "idle":
-		idl, err := idle(self, cfg.sessions, cfg.memprofile)
+		idl, err := idle(self, cfg.sessions, cfg.memprofile, cfg.heapFloor)
 		fmt.Printf("idle: %d sessions, %.1f KiB per session, %d runner threads; init → ready median %s vs the agent's own start %s (+%s)\n",
 			idl.sessions, idl.perSessionKiB, idl.threads, ms(idl.readyMedian), ms(idl.agentStart), ms(idl.readyMedian-idl.agentStart))
 		return err
@@ -63,7 +63,7 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	idl, err := idle(self, cfg.sessions, cfg.memprofile)
+	idl, err := idle(self, cfg.sessions, cfg.memprofile, cfg.heapFloor)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func run(cfg config) error {
 // throughputs runs the throughput case with the stub agent, then with the
 // fake CLI when there is one.
 func throughputs(self, fake string, cfg config) ([]tpResult, error) {
-	tp, err := throughput(self, agentEnv(cfg.n, 100, 0), cfg.reps)
+	tp, err := throughput(self, self, agentEnv(cfg.n, 100, 0), cfg.reps, cfg.heapFloor)
 	if err != nil {
 		return nil, fmt.Errorf("stub agent: %w", err)
 	}
@@ -104,7 +104,7 @@ func throughputs(self, fake string, cfg config) ([]tpResult, error) {
 	if fake == "" {
 		return tps, nil
 	}
-	tp, err = throughput(fake, fakeEnv(cfg.n, 100), cfg.reps)
+	tp, err = throughput(self, fake, fakeEnv(cfg.n, 100), cfg.reps, cfg.heapFloor)
 	if err != nil {
 		return tps, fmt.Errorf("fake CLI: %w", err)
 	}
@@ -135,9 +135,9 @@ func fakeNote(fake, given string) string {
 
 // printCPU prints the throughput case's CPU per message.
 func printCPU(tp tpResult) {
-	fmt.Printf("CPU per message, %s (median; user + system): local: this process (SDK) %s, agent %s; "+
-		"through the runner: this process (runner + SDK) %s, agent %s\n",
-		tp.agent, usf(tp.localCPU.self), usf(tp.localCPU.children), usf(tp.remoteCPU.self), usf(tp.remoteCPU.children))
+	fmt.Printf("CPU per message, %s (median; user + system): local: SDK %s, agent %s; "+
+		"through the runner: SDK %s, runner %s, agent %s\n",
+		tp.agent, usf(tp.localCPU.sdk), usf(tp.localCPU.agent), usf(tp.remoteCPU.sdk), usf(tp.remoteCPU.runner), usf(tp.remoteCPU.agent))
 }
 
 func verdict(ok bool) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tetherhq/tether/internal/gcfloor"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/server"
@@ -33,6 +34,7 @@ stop the agents, keep every workspace and log consistent.`
 func newServeCmd() *cobra.Command {
 	var cfg server.Config
 	var sandbox, tokenFile, data string
+	var heapFloor int64
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a runner: agent sessions for remote hosts over WebSocket",
@@ -57,6 +59,10 @@ func newServeCmd() *cobra.Command {
 			}
 			cfg.Auth = auth.LoadOptions{File: tokenFile, Getenv: os.Getenv}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+			if heapFloor > 0 && os.Getenv("GOGC") == "" {
+				floor := gcfloor.Start(uint64(heapFloor))
+				defer floor.Stop()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := server.Run(ctx, cfg); err != nil {
@@ -84,5 +90,7 @@ func newServeCmd() *cobra.Command {
 	fl.Int64Var(&cfg.MaxFrameSize, "max-frame-size", 16<<20, "largest host frame in `BYTES`")
 	fl.DurationVar(&cfg.LogCommitWindow, "log-commit-window", eventlog.DefaultFlushInterval,
 		"how long the event log gathers frames into one commit (longer: fewer fsyncs, more frames lost with a crash)")
+	fl.Int64Var(&heapFloor, "gc-heap-floor", 64<<20,
+		"heap `BYTES` below which the Go collector does not run (fewer collections while relaying; 0 or GOGC set: off)")
 	return cmd
 }

@@ -1,0 +1,166 @@
+// Package gcfloor keeps the Go collector from running over and over on a
+// small heap that allocates fast: while the allocation rate is high, it
+// gives the heap a floor below which no collection is triggered, and it
+// leaves the collector as configured (GOGC) otherwise.
+//
+// A runner relaying agent output has a small live heap (a few MiB of
+// frames in flight) and a high allocation rate (every relayed byte is
+// copied into the event log and its frames): with GOGC=100 the collector
+// then runs every few MiB allocated, dozens of times a second, and costs
+// several percent of the relay's CPU. A floor of tens of MiB, small beside
+// the agents' own memory, cuts that to about one collection a second. An
+// idle runner allocates little, so the floor is off and costs no memory
+// per idle session; above the floor it has no effect either.
+//
+// Go has a ceiling (GOMEMLIMIT) but no floor, so the floor is kept by
+// setting the GC percent after every collection from what that collection
+// found. The GC percent is process-wide: one Floor per process, started
+// by whoever owns the process (cmd/tether serve).
+package gcfloor
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// MaxPercent bounds the GC percent a floor sets: the heap goal stays
+// within that many percent above the live heap, however small it is.
+const MaxPercent = 2000
+
+// The runtime/metrics samples a Floor reads, in this order.
+var metricNames = [...]string{
+	"/gc/heap/live:bytes",    // marked by the last collection
+	"/gc/scan/stack:bytes",   // stacks and globals also count towards
+	"/gc/scan/globals:bytes", // the heap goal
+	"/gc/heap/allocs:bytes",  // allocated since the start, cumulative
+	"/gc/gogc:percent",
+}
+
+const (
+	sampleLive = iota
+	sampleStacks
+	sampleGlobals
+	sampleAllocs
+	sampleGOGC
+)
+
+// Floor keeps a heap floor until Stop.
+type Floor struct {
+	floor uint64
+	now   func() time.Time
+
+	mu         sync.Mutex
+	base       int // the GC percent when started, restored by Stop
+	set        int // the GC percent last set
+	stopped    bool
+	samples    []metrics.Sample
+	lastAllocs uint64    // allocs at the last adjustment
+	lastTime   time.Time // and its time
+}
+
+// Start keeps a heap floor of floor bytes until Stop, while the process
+// allocates at least floor bytes a second. With the collector off
+// (GOGC=off) or a zero floor it does nothing.
+func Start(floor uint64) *Floor { return start(floor, time.Now) }
+
+func start(floor uint64, now func() time.Time) *Floor {
+	f := &Floor{floor: floor, now: now, samples: make([]metrics.Sample, len(metricNames))}
+	for i, name := range metricNames {
+		f.samples[i].Name = name
+	}
+	metrics.Read(f.samples)
+	f.base = int(f.samples[sampleGOGC].Value.Uint64())
+	f.set = f.base
+	f.lastAllocs, f.lastTime = f.samples[sampleAllocs].Value.Uint64(), now()
+	if f.base <= 0 || floor == 0 {
+		f.stopped = true
+		return f
+	}
+	f.arm()
+	return f
+}
+
+// Stop gives the collector back its GC percent from before Start. It is
+// idempotent.
+func (f *Floor) Stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return
+	}
+	f.stopped = true
+	if f.set != f.base {
+		debug.SetGCPercent(f.base)
+	}
+}
+
+// Percent returns the GC percent the floor last set.
+func (f *Floor) Percent() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.set
+}
+
+// sentinel is what a collection frees to tell the floor it ran. The
+// pointer keeps it out of the tiny allocator, whose blocks are shared and
+// may outlive a collection.
+type sentinel struct {
+	_ *int
+	_ [8]byte
+}
+
+// arm registers an adjustment after the next collection; each one arms
+// the next, until Stop.
+func (f *Floor) arm() {
+	runtime.AddCleanup(&sentinel{}, func(f *Floor) {
+		if f.adjust() {
+			f.arm()
+		}
+	}, f)
+}
+
+// adjust sets the GC percent for what the last collection found and the
+// allocation rate since the last adjustment; it reports false once
+// stopped.
+func (f *Floor) adjust() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return false
+	}
+	metrics.Read(f.samples)
+	now, allocs := f.now(), f.samples[sampleAllocs].Value.Uint64()
+	elapsed := now.Sub(f.lastTime)
+	if elapsed <= 0 {
+		return true // no time to tell a rate by
+	}
+	fast := float64(allocs-f.lastAllocs) >= float64(f.floor)*elapsed.Seconds()
+	f.lastAllocs, f.lastTime = allocs, now
+	p := f.base
+	if fast {
+		scan := f.samples[sampleStacks].Value.Uint64() + f.samples[sampleGlobals].Value.Uint64()
+		p = PercentFor(f.samples[sampleLive].Value.Uint64(), scan, f.floor, f.base)
+	}
+	if p != f.set {
+		debug.SetGCPercent(p)
+		f.set = p
+	}
+	return true
+}
+
+// PercentFor is the GC percent that puts the heap goal at floor or above,
+// given the live heap and the stacks and globals (scan) the runtime counts
+// with it: the goal is live plus that percent of live+scan. It is base
+// when base reaches the floor already, and at most MaxPercent. Before the
+// first collection live is 0, and unknown: base then.
+func PercentFor(live, scan, floor uint64, base int) int {
+	if live == 0 || live >= floor {
+		return base
+	}
+	// live + (live+scan) * p / 100 >= floor, rounded up
+	p := ((floor-live)*100 + live + scan - 1) / (live + scan)
+	return max(base, int(min(p, MaxPercent)))
+}
