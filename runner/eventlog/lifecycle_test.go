@@ -25,7 +25,11 @@ func diskEvents(t testing.TB, l *Log, session string) int {
 			return nil
 		}
 		return evb.ForEach(func(k, v []byte) error {
-			return eachStored(k, v, func(uint64, int64, []byte) bool { n++; return true })
+			run, err := runValue(evb, k, v)
+			if err != nil {
+				return err
+			}
+			return eachStored(k, run, func(uint64, int64, []byte) bool { n++; return true })
 		})
 	})
 	if err != nil {

@@ -26,8 +26,8 @@
 // whose storage it is. Events live in one bucket per session, in runs of
 // consecutive seqs, one value per run keyed by the run's last and first
 // seq, so a cursor walks them in seq order and a commit costs bbolt one
-// key per run, not per event (the layout is described with the record
-// type). The bucket's sequence holds the highest committed seq, so seqs
+// key per run, not per event; a large run is a bucket of its own, so that
+// bbolt writes it once (the layout is described with the record type). The bucket's sequence holds the highest committed seq, so seqs
 // survive retention emptying the bucket. Per-session metadata sits beside
 // the events.
 //
@@ -275,7 +275,7 @@ func (l *Log) load() (err error) {
 			}
 		}
 		switch v := info.Get(keyFormat); {
-		case bytes.Equal(v, formatV1):
+		case bytes.Equal(v, formatV1), bytes.Equal(v, formatV2):
 			if err := info.Put(keyFormat, formatVersion); err != nil {
 				return err
 			}
@@ -350,7 +350,7 @@ func (l *Log) loadBounds(evb *bolt.Bucket, s *sessionState) error {
 	}
 	s.first = first
 	k, v := c.Last()
-	if s.lastTime, err = lastStoredTime(k, v); err != nil {
+	if s.lastTime, err = lastStoredTime(evb, k, v); err != nil {
 		l.log.Warn("eventlog: last value of a session is damaged", "session", s.name, "err", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -97,12 +98,52 @@ func putEvents(evb *bolt.Bucket, recs []record, first uint64) error {
 		}
 		// bbolt keeps the key and value slices until the commit: records
 		// are immutable, so it may have them as they are.
-		if err := evb.Put(runKey(recs[0].seq(), recs[n-1].seq()), v); err != nil {
+		if err := putRun(evb, runKey(recs[0].seq(), recs[n-1].seq()), v); err != nil {
 			return err
 		}
 		recs = recs[n:]
 	}
 	return nil
+}
+
+// runBucketMin is the size from which a run gets a bucket of its own (see
+// the storage layout): a quarter of a page, below which bbolt would keep
+// such a bucket inside its parent's leaf anyway.
+const runBucketMin = 1024
+
+// putRun stores the run v under key k.
+func putRun(evb *bolt.Bucket, k, v []byte) error {
+	if len(v) < runBucketMin {
+		return evb.Put(k, v)
+	}
+	b, err := evb.CreateBucket(k)
+	if err != nil {
+		return err
+	}
+	return b.Put(keyRun, v)
+}
+
+// runValue returns the run stored under k, whose value in the events
+// bucket is v: nil when the run has a bucket of its own.
+func runValue(evb *bolt.Bucket, k, v []byte) ([]byte, error) {
+	if v != nil {
+		return v, nil
+	}
+	if b := evb.Bucket(k); b != nil {
+		if v := b.Get(keyRun); v != nil {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: event key %x has no run", ErrCorrupt, k)
+}
+
+// deleteRun deletes the run under k, where c stands, whose value in the
+// events bucket is v. c must be moved again before it is used.
+func deleteRun(evb *bolt.Bucket, c *bolt.Cursor, k, v []byte) error {
+	if v != nil {
+		return c.Delete()
+	}
+	return evb.DeleteBucket(bytes.Clone(k))
 }
 
 // nextRun returns how many of the first records one value holds, its
@@ -152,13 +193,17 @@ func dropBefore(evb *bolt.Bucket, to uint64) error {
 			return nil
 		}
 		if last < to {
-			if err := c.Delete(); err != nil {
+			if err := deleteRun(evb, c, k, v); err != nil {
 				return err
 			}
 			continue
 		}
+		run, err := runValue(evb, k, v)
+		if err != nil {
+			return err
+		}
 		var kept []record
-		err = eachStored(k, v, func(seq uint64, t int64, payload []byte) bool {
+		err = eachStored(k, run, func(seq uint64, t int64, payload []byte) bool {
 			if seq >= to {
 				kept = append(kept, newStoredRecord(seq, t, payload))
 			}
@@ -167,7 +212,7 @@ func dropBefore(evb *bolt.Bucket, to uint64) error {
 		if err != nil {
 			return err
 		}
-		if err := c.Delete(); err != nil {
+		if err := deleteRun(evb, c, k, v); err != nil {
 			return err
 		}
 		return putEvents(evb, kept, to)
@@ -184,7 +229,11 @@ func expire(evb *bolt.Bucket, from uint64, cutoff int64) (uint64, error) {
 	done := false
 	c := evb.Cursor()
 	for k, v := c.Seek(seqKey(from)); k != nil && !done; k, v = c.Next() {
-		err := eachStored(k, v, func(seq uint64, t int64, _ []byte) bool {
+		run, err := runValue(evb, k, v)
+		if err != nil {
+			return from, err
+		}
+		err = eachStored(k, run, func(seq uint64, t int64, _ []byte) bool {
 			if seq < from {
 				return true
 			}
@@ -202,10 +251,15 @@ func expire(evb *bolt.Bucket, from uint64, cutoff int64) (uint64, error) {
 	return cut, dropBefore(evb, cut)
 }
 
-// lastStoredTime is the time of the last event of the value v under k.
-func lastStoredTime(k, v []byte) (int64, error) {
+// lastStoredTime is the time of the last event of the run under k, whose
+// value in the events bucket is v.
+func lastStoredTime(evb *bolt.Bucket, k, v []byte) (int64, error) {
+	run, err := runValue(evb, k, v)
+	if err != nil {
+		return 0, err
+	}
 	var last int64
-	err := eachStored(k, v, func(_ uint64, t int64, _ []byte) bool {
+	err = eachStored(k, run, func(_ uint64, t int64, _ []byte) bool {
 		last = t
 		return true
 	})

@@ -160,7 +160,7 @@ func TestRetentionInsidePackedValue(t *testing.T) {
 }
 
 // A file written before events were packed (format "1") opens, reads and
-// grows as before, and is marked format "2".
+// grows as before, and is marked format "3".
 func TestFormatOneFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
 	db, err := bolt.Open(path, 0o600, nil)
@@ -216,8 +216,148 @@ func TestFormatOneFile(t *testing.T) {
 		format = bytes.Clone(tx.Bucket(bucketInfo).Get(keyFormat))
 		return nil
 	})
-	if string(format) != "2" {
+	if string(format) != "3" {
 		t.Fatalf("format %q after open", format)
+	}
+}
+
+// A run of runBucketMin bytes or more is a bucket of its own, written
+// once: appending more runs after it leaves its pages as they are. A
+// smaller run is a value of the events bucket.
+func TestLargeRunsHaveBucketsOfTheirOwn(t *testing.T) {
+	l, _ := open(t, Options{FlushInterval: time.Hour})
+	ctx := context.Background()
+	big := make([][]byte, 8)
+	for i := range big {
+		big[i] = []byte(strings.Repeat("b", 300)) // 8 records: over runBucketMin
+	}
+	if _, err := l.AppendBatch(ctx, "s", big); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(ctx); err != nil { // else one run holds both appends
+		t.Fatal(err)
+	}
+	if _, err := l.AppendBatch(ctx, "s", [][]byte{[]byte("small")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runPage := func() (pgid uint64, buckets, values int) {
+		err := l.db.View(func(tx *bolt.Tx) error {
+			evb := eventsBucket(tx.Bucket(bucketSessions), "s")
+			return evb.ForEach(func(k, v []byte) error {
+				if v != nil {
+					values++
+					return nil
+				}
+				buckets++
+				if pgid == 0 {
+					pgid = uint64(evb.Bucket(k).Root())
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pgid, buckets, values
+	}
+	page, buckets, values := runPage()
+	if buckets != 1 || values != 1 {
+		t.Fatalf("%d runs in buckets and %d as values, want 1 and 1", buckets, values)
+	}
+	for range 20 {
+		if _, err := l.AppendBatch(ctx, "s", big); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, buckets, _ := runPage(); again != page || buckets != 21 {
+		t.Fatalf("first run at page %d after 20 more commits (was %d), %d runs in buckets", again, page, buckets)
+	}
+	evs, err := readAll(l, "s", 0)
+	if err != nil || len(evs) != 8+1+20*8 {
+		t.Fatalf("read %d events, %v", len(evs), err)
+	}
+	if string(evs[8].Payload) != "small" || string(evs[9].Payload) != string(big[0]) {
+		t.Fatalf("events 9, 10: %q, %q", evs[8].Payload, evs[9].Payload)
+	}
+}
+
+// A format "2" file, whose large runs are values of the events bucket,
+// opens and reads as before; retention cuts through such a value and
+// through a run of its own bucket alike.
+func TestFormatTwoFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v2.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payloads := make([][]byte, 50)
+	size := 0
+	for i := range payloads {
+		payloads[i] = []byte(sizedPayload(uint64(i + 1)))
+		size += recordHeader + len(payloads[i])
+	}
+	recs := newRecords(nil, payloads, size)
+	for i, r := range recs {
+		r.stamp(uint64(i+1), int64(i+1))
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		info, _ := tx.CreateBucket(bucketInfo)
+		if err := info.Put(keyFormat, []byte("2")); err != nil {
+			return err
+		}
+		root, _ := tx.CreateBucket(bucketSessions)
+		sb, _ := root.CreateBucket([]byte("s"))
+		evb, _ := sb.CreateBucket(bucketEvents)
+		if err := evb.Put(runKey(1, 50), recs[0][:size]); err != nil {
+			return err
+		}
+		return evb.SetSequence(50)
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := reopen(t, path, Options{})
+	expectBounds(t, l, "s", 1, 50)
+	more := make([][]byte, 50)
+	for i := range more {
+		more[i] = []byte(sizedPayload(uint64(51 + i)))
+	}
+	if _, err := l.AppendBatch(context.Background(), "s", more); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = reopen(t, path, Options{})
+	evs, err := readAll(l, "s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, evs, 1, 100, sizedPayload)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []int{75, 20} { // through the value, then through the bucket run
+		l = reopen(t, path, Options{MaxEventsPerSession: keep})
+		first := uint64(100 - keep + 1)
+		expectBounds(t, l, "s", first, 100)
+		if n := diskEvents(t, l, "s"); n != keep {
+			t.Fatalf("keep %d: %d events on disk", keep, n)
+		}
+		if evs, err = readAll(l, "s", first-1); err != nil {
+			t.Fatal(err)
+		}
+		checkRange(t, evs, first, 100, sizedPayload)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -248,6 +388,10 @@ func TestCorruptPackedValue(t *testing.T) {
 		err = db.Update(func(tx *bolt.Tx) error {
 			evb := eventsBucket(tx.Bucket(bucketSessions), session)
 			k, v := evb.Cursor().First()
+			if v == nil { // a run of its own bucket
+				b := evb.Bucket(k)
+				return b.Put(keyRun, value(k, bytes.Clone(b.Get(keyRun))))
+			}
 			return evb.Put(bytes.Clone(k), value(k, bytes.Clone(v)))
 		})
 		if err != nil {

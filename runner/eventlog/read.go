@@ -170,7 +170,11 @@ func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Eve
 		want, size, full := from, 0, false
 		for k, v := c.Seek(seqKey(from)); k != nil && !full; k, v = c.Next() {
 			start := len(buf)
-			err := eachStored(k, v, func(seq uint64, t int64, payload []byte) bool {
+			run, err := runValue(evb, k, v)
+			if err != nil {
+				return err
+			}
+			err = eachStored(k, run, func(seq uint64, t int64, payload []byte) bool {
 				if seq < want {
 					return true // the value holding from starts before it
 				}

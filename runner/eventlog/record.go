@@ -7,9 +7,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Storage layout (format "2"):
+// Storage layout (format "3"):
 //
-//	info/format                 "2"
+//	info/format                 "3"
 //	sessions/<name>/meta        the session's metadata
 //	sessions/<name>/gaps        seqs skipped (see Skip), pairs of big-endian seqs
 //	sessions/<name>/events/     bucket of events, see below; its bucket
@@ -23,11 +23,20 @@ import (
 //	key: seq (8 bytes)            value: time (8 bytes), payload; format "1"
 //	                              files hold only these, one per event
 //
+// A run of runBucketMin bytes or more is not a value of the events bucket
+// but the only value (key "r") of a bucket of its own, under the same key:
+// bbolt keeps at least two keys in a leaf and rewrites a leaf whole when a
+// key is added to it, so a large value beside the newest key was written
+// again with every run appended after it, about twice in all (format "2").
+// A bucket of its own is written once; the events bucket's leaf holds
+// only its 16-byte header.
+//
 // Numbers are big-endian and times Unix nanoseconds. Keys sort by the
 // last seq they hold, so a cursor walks the events in seq order and
-// Seek(seq) lands on the value holding seq. One Put per run, not per
-// event: bbolt's cost is per key. Format "1" files are format "2" files;
-// Open marks them so, which keeps older versions from misreading them.
+// Seek(seq) lands on the run holding seq. One Put per run, not per
+// event: bbolt's cost is per key. Format "1" and "2" files are format "3"
+// files; Open marks them so, which keeps older versions from misreading
+// them.
 
 // record is one event as it is stored in a run (see above). Append builds
 // the records of one call back to back in one allocation, so a run of
@@ -96,8 +105,10 @@ var (
 	keyFormat      = []byte("format")
 	keyMeta        = []byte("meta")
 	keyGaps        = []byte("gaps")
-	formatVersion  = []byte("2")
+	keyRun         = []byte("r")
+	formatVersion  = []byte("3")
 	formatV1       = []byte("1")
+	formatV2       = []byte("2")
 )
 
 func seqKey(seq uint64) []byte {
