@@ -3,7 +3,9 @@ package workspace_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,5 +204,52 @@ func TestFirstSnapshotOfANewWorkspace(t *testing.T) {
 	}
 	if got := git(t, w, "show", "HEAD:a.txt"); got != "a" {
 		t.Fatalf("a.txt: %q", got)
+	}
+}
+
+// Git commands run niced: snapshots give way to agents on a busy machine.
+func TestGitRunsNiced(t *testing.T) {
+	base := t.TempDir()
+	root, homes := filepath.Join(base, "ws"), filepath.Join(base, "h")
+	m, err := workspace.New(root, workspace.Options{HomesRoot: homes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, m, "ws").Release() // initialized with the real git
+	own, err := exec.Command("nice").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine int
+	fmt.Sscan(string(own), &mine)
+	// A git that records its niceness at commit, once it is no longer
+	// this test's (it is lowered just after the start), or after five
+	// seconds.
+	out := filepath.Join(base, "nice")
+	spy := filepath.Join(base, "spy-git")
+	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" commit \"*)\n"+
+		"  n=$(nice); i=0\n"+
+		"  while [ \"$n\" = %d ] && [ $i -lt 500 ]; do sleep 0.01; n=$(nice); i=$((i+1)); done\n"+
+		"  echo \"$n\" > %s;;\nesac\nexec git \"$@\"\n", mine, out)
+	if err := os.WriteFile(spy, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := workspace.New(root, workspace.Options{HomesRoot: homes, GitPath: spy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := acquire(t, m2, "ws")
+	write(t, w, "a.txt", "a")
+	if _, err := w.Snapshot(ctx(t), "s"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var theirs int
+	fmt.Sscan(string(got), &theirs)
+	if want := min(mine+10, 19); theirs != want {
+		t.Fatalf("git ran at niceness %d, want %d", theirs, want)
 	}
 }
