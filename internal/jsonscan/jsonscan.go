@@ -18,6 +18,12 @@ func Plain(b []byte, j int) int { return run(b, j, 0) }
 // scanners that hand non-ASCII strings to a decoder that checks UTF-8.
 func PlainASCII(b []byte, j int) int { return run(b, j, 0x80) }
 
+// Stops flags the high bit of each byte of the little-endian word x that
+// is a quote, a backslash or a control character; the lowest flag is
+// exact (see special). It is Plain's step, for a scanner that inlines the
+// loop.
+func Stops(x uint64) uint64 { return special(x, 0) }
+
 // run scans from j; high is the bits of a byte that also stop it (0x80
 // or none), so one loop serves both scans without a branch per word.
 func run(b []byte, j int, high byte) int {

@@ -1,6 +1,11 @@
 package runnerv1
 
-import "github.com/tetherhq/tether/internal/jsonscan"
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/tetherhq/tether/internal/jsonscan"
+)
 
 // maxDepth is the deepest nesting encoding/json accepts.
 const maxDepth = 10000
@@ -27,10 +32,10 @@ func Valid(data []byte) bool { return valid(data, maxDepth) }
 // valid is Valid with a nesting limit.
 func valid(data []byte, maxDepth int) bool {
 	// One bit per open container, 1 for an object; the first 64 levels
-	// need no allocation.
+	// need no allocation. inObject is the innermost one's bit.
 	var small [1]uint64
 	stack := small[:]
-	depth := 0
+	depth, inObject := 0, false
 	i := skipSpace(data, 0)
 	for {
 		// A value starts at i.
@@ -46,8 +51,9 @@ func valid(data []byte, maxDepth int) bool {
 				stack = append(stack, 0)
 			}
 			word, bit := depth/64, uint(depth%64)
+			inObject = c == '{'
 			close := byte(']')
-			if c == '{' {
+			if inObject {
 				stack[word] |= 1 << bit
 				close = '}'
 			} else {
@@ -58,9 +64,10 @@ func valid(data []byte, maxDepth int) bool {
 			if i < len(data) && data[i] == close {
 				depth--
 				i++
+				inObject = depth > 0 && stack[(depth-1)/64]&(1<<uint((depth-1)%64)) != 0
 				break
 			}
-			if c == '{' {
+			if inObject {
 				if i = objectKey(data, i); i < 0 {
 					return false
 				}
@@ -98,7 +105,6 @@ func valid(data []byte, maxDepth int) bool {
 			if i >= len(data) {
 				return false
 			}
-			inObject := stack[(depth-1)/64]&(1<<uint((depth-1)%64)) != 0
 			c := data[i]
 			if c == ',' {
 				i = skipSpace(data, i+1)
@@ -112,6 +118,7 @@ func valid(data []byte, maxDepth int) bool {
 			if inObject && c == '}' || !inObject && c == ']' {
 				depth--
 				i++
+				inObject = depth > 0 && stack[(depth-1)/64]&(1<<uint((depth-1)%64)) != 0
 				continue
 			}
 			return false
@@ -136,7 +143,8 @@ func objectKey(data []byte, i int) int {
 }
 
 func skipSpace(data []byte, i int) int {
-	for i < len(data) {
+	// Agents write compact JSON: one test is the usual whole cost.
+	for i < len(data) && data[i] <= ' ' {
 		switch data[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
@@ -148,13 +156,25 @@ func skipSpace(data []byte, i int) int {
 }
 
 // skipString returns the index after the closing quote of a string whose
-// body starts at i (-1: invalid).
+// body starts at i (-1: invalid). The plain bytes are scanned eight at a
+// time, inline: most strings of an agent's line are short keys and
+// values, where a call per string would cost as much as the scan.
 func skipString(data []byte, i int) int {
 	for {
-		i = jsonscan.Plain(data, i)
-		if i >= len(data) {
-			return -1
+		for i+8 <= len(data) {
+			if m := jsonscan.Stops(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				goto stop
+			}
+			i += 8
 		}
+		for ; i < len(data); i++ {
+			if c := data[i]; c < 0x20 || c == '"' || c == '\\' {
+				goto stop
+			}
+		}
+		return -1
+	stop:
 		switch data[i] {
 		case '"':
 			return i + 1

@@ -52,6 +52,18 @@ func BenchmarkValid(b *testing.B) {
 	}
 }
 
+// BenchmarkValidShortStrings is a line of mostly keys and short values,
+// as most of an agent's lines are (an assistant message of the real CLI).
+func BenchmarkValidShortStrings(b *testing.B) {
+	line := []byte(`{"type":"assistant","message":{"id":"msg_fake_1795321125233_19","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"hi there from fake claude"}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"context_management":null},"parent_tool_use_id":null,"session_id":"86387df6-20c5-41ce-ad58-f870ab740960","uuid":"64c6a61b-620b-4516-95bd-1b4e33b79875","timestamp":"2026-11-22T04:18:45.237Z","request_id":"req_fake_19"}`)
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if !EmbeddableLine(line) {
+			b.Fatal("invalid")
+		}
+	}
+}
+
 // An embeddable line keeps a batch frame around it within encoding/json's
 // nesting limit; one level more is refused.
 func TestEmbeddableLineDepth(t *testing.T) {
