@@ -187,7 +187,17 @@ func stamp(raw []byte) int64 {
 // client receiving all of them: a seed-only client (one frame per
 // WebSocket message, see countSeed), or with relay, a host-control client
 // that asks for batch frames and reads them as the SDK does.
-func replay(self string, n int, relay bool) (frames int, perSec float64, err error) {
+// replayClient is how the replay case's client reads what it receives.
+type replayClient int
+
+const (
+	seedDecoding replayClient = iota // seed frames, each decoded whole (countSeed)
+	seedPassing                      // seed frames, only their seq read (countSeedSeq)
+	sdkHost                          // batch frames, split as the SDK does (countRelay)
+)
+
+func replay(self string, n int, client replayClient) (frames int, perSec float64, err error) {
+	relay := client == sdkHost
 	ip, err := startInproc(self, agentEnv(n, 100, 0))
 	if err != nil {
 		return 0, 0, err
@@ -216,10 +226,9 @@ func replay(self string, n int, relay bool) (frames int, perSec float64, err err
 	// the deadline closes the connection instead.
 	defer context.AfterFunc(ctx, func() { ws.CloseNow() })()
 	rctx := context.WithoutCancel(ctx)
-	count := countSeed
-	if relay {
-		count = countRelay
-	}
+	count := map[replayClient]func([]byte) (int, uint64, error){
+		seedDecoding: countSeed, seedPassing: countSeedSeq, sdkHost: countRelay,
+	}[client]
 	var buf []byte
 	for {
 		if buf, err = readMessage(rctx, ws, buf[:0]); err != nil {
@@ -281,6 +290,24 @@ func countSeed(data []byte) (int, uint64, error) {
 		return 0, 0, fmt.Errorf("seed client: a message frame without a payload: %.80s", data)
 	}
 	return 1, f.Seq, nil
+}
+
+// countSeedSeq reads only a frame's seq, as a seed-only client that
+// passes frames on (to a queue, a browser) does: what the runner's replay
+// costs on its side, without the client's decoding.
+func countSeedSeq(data []byte) (int, uint64, error) {
+	i := bytes.Index(data, []byte(`"seq":`))
+	if i < 0 {
+		return 0, 0, fmt.Errorf("seed client: a frame without a seq: %.80s", data)
+	}
+	var seq uint64
+	for _, c := range data[i+len(`"seq":`):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		seq = seq*10 + uint64(c-'0')
+	}
+	return 1, seq, nil
 }
 
 // countRelay reads a message as the SDK's transport does, with the
