@@ -228,21 +228,26 @@ func (m *Manager) prepareRepo(ctx context.Context, w *Workspace) error {
 
 // initRepo creates the repository in a scratch directory and renames it
 // into place, so a repository that exists is always complete. It writes
-// what `git init --template=` writes, plus the runner's config, itself:
-// five git processes per new workspace cost more than the agent's start.
+// what git needs of what `git init --template=` writes, plus the runner's
+// config and exclude file, itself: five git processes per new workspace
+// cost more than the agent's start. objects/info, objects/pack and
+// refs/tags are left to git, which makes them when it needs them: every
+// file or directory created costs a new session time (an inode, and
+// journal work that a concurrent fsync waits for).
 func (m *Manager) initRepo(gitDir string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(gitDir), ".init-*")
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	for _, dir := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+	for _, dir := range []string{"objects", "refs/heads", "info"} {
 		if err := os.MkdirAll(filepath.Join(tmp, dir), 0o700); err != nil {
 			return fmt.Errorf("workspace: %w", err)
 		}
 	}
 	files := map[string]string{
-		"HEAD": "ref: refs/heads/main\n",
+		"HEAD":         "ref: refs/heads/main\n",
+		"info/exclude": m.exclude(),
 		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n" +
 			"[user]\n\tname = " + configValue(m.opts.GitName) + "\n\temail = " + configValue(m.opts.GitEmail) + "\n" +
 			"[commit]\n\tgpgSign = false\n",
@@ -264,22 +269,28 @@ func configValue(v string) string {
 	return `"` + r.Replace(v) + `"`
 }
 
-// writeExclude keeps info/exclude equal to PrivateDir plus Options.Exclude.
-func (m *Manager) writeExclude(gitDir string) error {
+// exclude is what info/exclude holds: PrivateDir plus Options.Exclude.
+func (m *Manager) exclude() string {
 	var b strings.Builder
 	b.WriteString("# written by tether: runner-private files\n/" + PrivateDir + "/\n")
 	for _, p := range m.opts.Exclude {
 		b.WriteString(p + "\n")
 	}
+	return b.String()
+}
+
+// writeExclude keeps info/exclude equal to exclude().
+func (m *Manager) writeExclude(gitDir string) error {
+	want := m.exclude()
 	dir := filepath.Join(gitDir, "info")
 	path := filepath.Join(dir, "exclude")
-	if old, err := os.ReadFile(path); err == nil && string(old) == b.String() {
+	if old, err := os.ReadFile(path); err == nil && string(old) == want {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(want), 0o600); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	return nil

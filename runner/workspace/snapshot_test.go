@@ -205,6 +205,20 @@ func TestFirstSnapshotOfANewWorkspace(t *testing.T) {
 	if got := git(t, w, "show", "HEAD:a.txt"); got != "a" {
 		t.Fatalf("a.txt: %q", got)
 	}
+	// The directories initRepo leaves to git are made when git needs
+	// them: a tag, a repack, and fsck after both.
+	git(t, w, "tag", "v1")
+	git(t, w, "gc", "-q")
+	if out := git(t, w, "fsck", "--strict", "--no-dangling"); out != "" {
+		t.Fatalf("fsck after gc: %s", out)
+	}
+	if got := git(t, w, "rev-parse", "v1"); got != next {
+		t.Fatalf("tag v1 at %s, want %s", got, next)
+	}
+	packs, _ := filepath.Glob(filepath.Join(w.GitDir(), "objects", "pack", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("%d packs after gc", len(packs))
+	}
 }
 
 // Git commands run niced: snapshots give way to agents on a busy machine.
