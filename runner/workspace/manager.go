@@ -248,7 +248,9 @@ func (m *Manager) initRepo(gitDir string) error {
 	files := map[string]string{
 		"HEAD":         "ref: refs/heads/main\n",
 		"info/exclude": m.exclude(),
-		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n" +
+		// No reflogs: snapshots only ever add commits to main, and a
+		// reflog costs five more files and directories per repository.
+		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogAllRefUpdates = false\n" +
 			"[user]\n\tname = " + configValue(m.opts.GitName) + "\n\temail = " + configValue(m.opts.GitEmail) + "\n" +
 			"[commit]\n\tgpgSign = false\n",
 	}

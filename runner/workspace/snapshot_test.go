@@ -205,6 +205,9 @@ func TestFirstSnapshotOfANewWorkspace(t *testing.T) {
 	if got := git(t, w, "show", "HEAD:a.txt"); got != "a" {
 		t.Fatalf("a.txt: %q", got)
 	}
+	if _, err := os.Lstat(filepath.Join(w.GitDir(), "logs")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a snapshot by git kept a reflog: %v", err)
+	}
 	// The directories initRepo leaves to git are made when git needs
 	// them: a tag, a repack, and fsck after both.
 	git(t, w, "tag", "v1")
