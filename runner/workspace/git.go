@@ -45,7 +45,7 @@ const gitNice = 10
 // most). It is done once the process runs, which its start is too short
 // to matter for; a failure leaves it as it was.
 func lowerPriority(pid int) {
-	p, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	p, err := syscall.Getpriority(syscall.PRIO_PROCESS, os.Getpid()) // the process: this thread may be niced already
 	if err != nil {
 		return
 	}
