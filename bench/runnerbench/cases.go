@@ -183,10 +183,6 @@ func stamp(raw []byte) int64 {
 	return ts
 }
 
-// replay logs n frames in a session nobody reads, then times a resuming
-// client receiving all of them: a seed-only client (one frame per
-// WebSocket message, see countSeed), or with relay, a host-control client
-// that asks for batch frames and reads them as the SDK does.
 // replayClient is how the replay case's client reads what it receives.
 type replayClient int
 
@@ -196,6 +192,11 @@ const (
 	sdkHost                          // batch frames, split as the SDK does (countRelay)
 )
 
+// replay logs n frames in a session nobody reads, then times a resuming
+// client receiving all of them: a seed-only client (one frame per
+// WebSocket message) that decodes each frame or only reads its seq, or a
+// host-control client that asks for batch frames and reads them as the
+// SDK does.
 func replay(self string, n int, client replayClient) (frames int, perSec float64, err error) {
 	relay := client == sdkHost
 	ip, err := startInproc(self, agentEnv(n, 100, 0))

@@ -30,15 +30,7 @@ import (
 // within that many percent above the live heap, however small it is.
 const MaxPercent = 2000
 
-// The runtime/metrics samples a Floor reads, in this order.
-var metricNames = [...]string{
-	"/gc/heap/live:bytes",    // marked by the last collection
-	"/gc/scan/stack:bytes",   // stacks and globals also count towards
-	"/gc/scan/globals:bytes", // the heap goal
-	"/gc/heap/allocs:bytes",  // allocated since the start, cumulative
-	"/gc/gogc:percent",
-}
-
+// The runtime/metrics samples a Floor reads, by index (see newSamples).
 const (
 	sampleLive = iota
 	sampleStacks
@@ -67,10 +59,7 @@ type Floor struct {
 func Start(floor uint64) *Floor { return start(floor, time.Now) }
 
 func start(floor uint64, now func() time.Time) *Floor {
-	f := &Floor{floor: floor, now: now, samples: make([]metrics.Sample, len(metricNames))}
-	for i, name := range metricNames {
-		f.samples[i].Name = name
-	}
+	f := &Floor{floor: floor, now: now, samples: newSamples()}
 	metrics.Read(f.samples)
 	f.base = int(f.samples[sampleGOGC].Value.Uint64())
 	f.set = f.base
@@ -81,6 +70,17 @@ func start(floor uint64, now func() time.Time) *Floor {
 	}
 	f.arm()
 	return f
+}
+
+// newSamples returns the samples a Floor reads, at their indexes.
+func newSamples() []metrics.Sample {
+	return []metrics.Sample{
+		sampleLive:    {Name: "/gc/heap/live:bytes"},    // marked by the last collection
+		sampleStacks:  {Name: "/gc/scan/stack:bytes"},   // stacks and globals also count
+		sampleGlobals: {Name: "/gc/scan/globals:bytes"}, // towards the heap goal
+		sampleAllocs:  {Name: "/gc/heap/allocs:bytes"},  // allocated since the start
+		sampleGOGC:    {Name: "/gc/gogc:percent"},
+	}
 }
 
 // Stop gives the collector back its GC percent from before Start. It is

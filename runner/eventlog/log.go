@@ -27,8 +27,9 @@
 // consecutive seqs, one value per run keyed by the run's last and first
 // seq, so a cursor walks them in seq order and a commit costs bbolt one
 // key per run, not per event; a large run is a bucket of its own, so that
-// bbolt writes it once (the layout is described with the record type). The bucket's sequence holds the highest committed seq, so seqs
-// survive retention emptying the bucket. Per-session metadata sits beside
+// bbolt writes it once (the layout is described with the record type).
+// The bucket's sequence holds the highest committed seq, so seqs survive
+// retention emptying the bucket. Per-session metadata sits beside
 // the events.
 //
 // The API is kept small (Append, Read, Sync, First/Last, Skip, Meta,

@@ -136,14 +136,23 @@ func TestSnapshotBoundedByContext(t *testing.T) {
 	snapshot(t, w, "after")
 }
 
-func TestGitTimeout(t *testing.T) {
-	base := t.TempDir()
-	root, homes := filepath.Join(base, "ws"), filepath.Join(base, "h")
+// initializedWithGit makes workspace "ws" with the real git, for a test
+// that then runs another git on it: it returns the test's directory, the
+// workspaces root and the homes root.
+func initializedWithGit(t *testing.T) (base, root, homes string) {
+	t.Helper()
+	base = t.TempDir()
+	root, homes = filepath.Join(base, "ws"), filepath.Join(base, "h")
 	m, err := workspace.New(root, workspace.Options{HomesRoot: homes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	acquire(t, m, "ws").Release() // initialized with the real git
+	acquire(t, m, "ws").Release()
+	return base, root, homes
+}
+
+func TestGitTimeout(t *testing.T) {
+	base, root, homes := initializedWithGit(t)
 	// A git whose commit hangs.
 	slow := filepath.Join(base, "slow-git")
 	script := "#!/bin/sh\ncase \" $* \" in *\" commit \"*) exec sleep 30;; esac\nexec git \"$@\"\n"
@@ -226,13 +235,7 @@ func TestFirstSnapshotOfANewWorkspace(t *testing.T) {
 
 // Git commands run niced: snapshots give way to agents on a busy machine.
 func TestGitRunsNiced(t *testing.T) {
-	base := t.TempDir()
-	root, homes := filepath.Join(base, "ws"), filepath.Join(base, "h")
-	m, err := workspace.New(root, workspace.Options{HomesRoot: homes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	acquire(t, m, "ws").Release() // initialized with the real git
+	base, root, homes := initializedWithGit(t)
 	own, err := exec.Command("nice").Output()
 	if err != nil {
 		t.Fatal(err)
