@@ -38,10 +38,7 @@ func serveChild(args []string) int {
 	if *exact {
 		runtime.MemProfileRate = 1
 	}
-	if *floor > 0 && os.Getenv("GOGC") == "" {
-		f := gcfloor.Start(uint64(*floor))
-		defer f.Stop()
-	}
+	defer gcfloor.Start(uint64(max(*floor, 0))).Stop()
 	ip, err := startInproc(*cli, env)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -59,10 +59,7 @@ func newServeCmd() *cobra.Command {
 			}
 			cfg.Auth = auth.LoadOptions{File: tokenFile, Getenv: os.Getenv}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-			if heapFloor > 0 && os.Getenv("GOGC") == "" {
-				floor := gcfloor.Start(uint64(heapFloor))
-				defer floor.Stop()
-			}
+			defer gcfloor.Start(uint64(max(heapFloor, 0))).Stop()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := server.Run(ctx, cfg); err != nil {

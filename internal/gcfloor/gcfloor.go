@@ -19,6 +19,7 @@
 package gcfloor
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -54,9 +55,15 @@ type Floor struct {
 }
 
 // Start keeps a heap floor of floor bytes until Stop, while the process
-// allocates at least floor bytes a second. With the collector off
-// (GOGC=off) or a zero floor it does nothing.
-func Start(floor uint64) *Floor { return start(floor, time.Now) }
+// allocates at least floor bytes a second. With a zero floor, or GOGC set
+// in the environment (the operator chose the collector's pacing), it does
+// nothing.
+func Start(floor uint64) *Floor {
+	if os.Getenv("GOGC") != "" {
+		floor = 0
+	}
+	return start(floor, time.Now)
+}
 
 func start(floor uint64, now func() time.Time) *Floor {
 	f := &Floor{floor: floor, now: now, samples: newSamples()}
@@ -64,7 +71,7 @@ func start(floor uint64, now func() time.Time) *Floor {
 	f.base = int(f.samples[sampleGOGC].Value.Uint64())
 	f.set = f.base
 	f.lastAllocs, f.lastTime = f.samples[sampleAllocs].Value.Uint64(), now()
-	if f.base <= 0 || floor == 0 {
+	if f.base <= 0 || floor == 0 { // the collector is off, or the floor
 		f.stopped = true
 		return f
 	}

@@ -142,3 +142,16 @@ func TestStartWithCollectorOff(t *testing.T) {
 		t.Fatalf("GC percent = %d with the collector off, want it left off", got)
 	}
 }
+
+// With GOGC in the environment the operator chose the pacing: no floor.
+func TestStartLeavesGOGCAlone(t *testing.T) {
+	t.Setenv("GOGC", "100")
+	f := Start(512 << 20)
+	defer f.Stop()
+	f.mu.Lock()
+	stopped := f.stopped
+	f.mu.Unlock()
+	if !stopped {
+		t.Fatal("a floor started with GOGC set")
+	}
+}

@@ -64,7 +64,7 @@ func valid(data []byte, maxDepth int) bool {
 			if i < len(data) && data[i] == close {
 				depth--
 				i++
-				inObject = depth > 0 && stack[(depth-1)/64]&(1<<uint((depth-1)%64)) != 0
+				inObject = innermostIsObject(stack, depth)
 				break
 			}
 			if inObject {
@@ -118,12 +118,18 @@ func valid(data []byte, maxDepth int) bool {
 			if inObject && c == '}' || !inObject && c == ']' {
 				depth--
 				i++
-				inObject = depth > 0 && stack[(depth-1)/64]&(1<<uint((depth-1)%64)) != 0
+				inObject = innermostIsObject(stack, depth)
 				continue
 			}
 			return false
 		}
 	}
+}
+
+// innermostIsObject reports whether the innermost of depth open
+// containers is an object.
+func innermostIsObject(stack []uint64, depth int) bool {
+	return depth > 0 && stack[(depth-1)/64]&(1<<uint((depth-1)%64)) != 0
 }
 
 // objectKey reads `"key" :` and the space after it from i, returning where
