@@ -174,12 +174,9 @@ func skipString(data []byte, i int) int {
 			}
 			i += 8
 		}
-		for ; i < len(data); i++ {
-			if c := data[i]; c < 0x20 || c == '"' || c == '\\' {
-				goto stop
-			}
+		if i = jsonscan.Plain(data, i); i >= len(data) { // the last few bytes
+			return -1
 		}
-		return -1
 	stop:
 		switch data[i] {
 		case '"':
