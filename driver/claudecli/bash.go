@@ -12,18 +12,32 @@ import (
 // bashRewriter takes the network away from the agent's Bash commands by
 // rewriting each one, through a PreToolUse hook, to run in a nested
 // sandbox without a network namespace of its own.
+//
+// The wrapping is the runner's business: whatever the host sees (approval
+// requests, its own hooks' inputs, permission denials) carries the
+// model's own command, so a person approves what they can read. unwrap
+// maps a line back before it leaves the runner.
 type bashRewriter struct {
 	policy sandbox.Policy
 
-	mu       sync.Mutex
-	produced map[string]bool // commands this rewriter made: already sandboxed
+	mu sync.Mutex
+	// produced maps each command this rewriter made (already sandboxed)
+	// to the command it wrapped.
+	produced map[string]wrapping
+}
+
+// wrapping is one command the rewriter made, with the model's command it
+// wrapped, and both as JSON strings (as they stand in a line).
+type wrapping struct {
+	original              string
+	wrappedJSON, origJSON []byte
 }
 
 func (d *Driver) bashRewrite(policy *sandbox.Policy, toolNetwork bool) *bashRewriter {
 	if policy == nil || toolNetwork {
 		return nil
 	}
-	return &bashRewriter{policy: *policy, produced: map[string]bool{}}
+	return &bashRewriter{policy: *policy, produced: map[string]wrapping{}}
 }
 
 // wrap returns cmd sandboxed: unchanged if this rewriter made it (so a
@@ -31,11 +45,17 @@ func (d *Driver) bashRewrite(policy *sandbox.Policy, toolNetwork bool) *bashRewr
 func (b *bashRewriter) wrap(cmd string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.produced[cmd] {
+	if _, ok := b.produced[cmd]; ok {
 		return cmd
 	}
 	out := sandbox.BashCommand(b.policy, cmd)
-	b.produced[out] = true
+	if out != cmd {
+		w, err1 := encodeLine(out)
+		o, err2 := encodeLine(cmd)
+		if err1 == nil && err2 == nil {
+			b.produced[out] = wrapping{original: cmd, wrappedJSON: w, origJSON: o}
+		}
+	}
 	return out
 }
 

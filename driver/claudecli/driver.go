@@ -124,7 +124,7 @@ func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent
 	if err != nil {
 		return nil, err
 	}
-	return newSDKAgent(client), nil
+	return newSDKAgent(client, rewrite), nil
 }
 
 func (d *Driver) logger() *slog.Logger {

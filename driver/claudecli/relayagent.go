@@ -84,6 +84,9 @@ func (a *relayAgent) read() {
 			if typ = cc.ConversationType(line); typ == "" {
 				typ = cc.PeekType(line)
 			}
+			// Approval requests, hook inputs, permission denials: the
+			// host sees the model's commands, never the sandbox's wrapper.
+			line = a.rewrite.unwrap(line)
 			switch typ {
 			case cc.TypeControlRequest:
 				if a.answerOwnHook(line) {

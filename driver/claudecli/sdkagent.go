@@ -17,17 +17,22 @@ var errRelayOnly = errors.New("claudecli: raw input needs a relay session (init 
 // protocol, and output lines are handed on verbatim. Next takes messages
 // straight from the client, so an idle agent costs no goroutine of its own.
 type sdkAgent struct {
-	client *claude.Client
+	client  *claude.Client
+	rewrite *bashRewriter // nil without the sandbox's Bash rewrite
 }
 
-func newSDKAgent(client *claude.Client) *sdkAgent { return &sdkAgent{client: client} }
+func newSDKAgent(client *claude.Client, rewrite *bashRewriter) *sdkAgent {
+	return &sdkAgent{client: client, rewrite: rewrite}
+}
 
 func (a *sdkAgent) Next(ctx context.Context) (runner.Output, error) {
 	for msg, err := range a.client.Messages(ctx) {
 		if err != nil {
 			return runner.Output{}, err
 		}
-		out := runner.Output{Line: msg.Raw()}
+		// A result's permission_denials name the model's command, not
+		// the sandbox's wrapper.
+		out := runner.Output{Line: a.rewrite.unwrap(msg.Raw())}
 		if r, ok := msg.(*claude.ResultMessage); ok {
 			out.TurnEnded, out.TurnFailed = true, r.IsError
 		}

@@ -47,6 +47,11 @@ func BashCommand(p Policy, command string) string {
 	return strings.TrimSuffix(b.String(), " ")
 }
 
+// WrappedMarker is a run of words every command BashCommand wraps holds
+// (and JSON keeps as it is), so a caller can pass over, cheaply, text
+// that holds no wrapped command.
+const WrappedMarker = "--unshare-user --unshare-net --die-with-parent"
+
 // toolEnv are the variables a tool command keeps.
 var toolEnv = [...]string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "SHELL"}
 
@@ -58,8 +63,9 @@ var toolEnv = [...]string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE"
 // mounted under a masked /proc (as in containers); secrets are kept out of
 // the agent's environment instead (see the driver's API proxy).
 func nestedArgs(bwrap string) []string {
-	return []string{bwrap, "--unshare-user", "--unshare-net", "--die-with-parent",
-		"--dev-bind", "/", "/", "--clearenv"}
+	args := []string{bwrap}
+	args = append(args, strings.Fields(WrappedMarker)...)
+	return append(args, "--dev-bind", "/", "/", "--clearenv")
 }
 
 // shellQuote makes s one POSIX shell word: inside single quotes nothing is
