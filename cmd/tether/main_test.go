@@ -125,16 +125,21 @@ func TestUsageErrorsExit2(t *testing.T) {
 		stdin string
 		want  string
 	}{
-		"no prompt":      {[]string{"run"}, "", "missing PROMPT"},
-		"empty stdin":    {[]string{"run", "--mock", "-"}, "  \n", "the prompt is empty"},
-		"unknown flag":   {[]string{"run", "--bogus", "hi"}, "", "unknown flag: --bogus"},
-		"bad approve":    {[]string{"run", "--approve=maybe", "hi"}, "", "--approve must be"},
-		"bad mode":       {[]string{"run", "--permission-mode=yolo", "hi"}, "", "--permission-mode"},
-		"mock and cli":   {[]string{"run", "--mock", "--cli=/bin/true", "hi"}, "", "mock cli"},
-		"unknown subcmd": {[]string{"walk"}, "", `unknown command "walk"`},
+		"no prompt":           {[]string{"run"}, "", "missing PROMPT"},
+		"empty stdin":         {[]string{"run", "--mock", "-"}, "  \n", "the prompt is empty"},
+		"unknown flag":        {[]string{"run", "--bogus", "hi"}, "", "unknown flag: --bogus"},
+		"bad approve":         {[]string{"run", "--approve=maybe", "hi"}, "", "--approve must be"},
+		"bad mode":            {[]string{"run", "--permission-mode=yolo", "hi"}, "", "--permission-mode"},
+		"mock and cli":        {[]string{"run", "--mock", "--cli=/bin/true", "hi"}, "", "--mock runs the built-in mock agent, --cli names a real claude executable: give one of them"},
+		"cli and runner":      {[]string{"run", "--cli=/bin/true", "--runner=ws://127.0.0.1:1/sessions", "hi"}, "", "a runner runs its own claude CLI (tether serve --cli)"},
+		"resume and continue": {[]string{"run", "--continue", "--resume=x", "hi"}, "", "give one of them"},
+		"unknown subcmd":      {[]string{"walk"}, "", `unknown command "walk"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := tether(t, t.TempDir(), c.stdin, nil, c.args...)
+			if strings.Contains(r.stderr, "flags in the group") {
+				t.Errorf("cobra's raw flag-group message:\n%s", r.stderr)
+			}
 			if r.code != 2 || !strings.Contains(r.stderr, c.want) || !strings.Contains(r.stderr, "Usage:") {
 				t.Errorf("exit code %d, stderr:\n%s", r.code, r.stderr)
 			}
@@ -159,10 +164,16 @@ func TestHiddenMockCommand(t *testing.T) {
 	}
 }
 
-// TestSIGINTInterruptsTheTurn: one Ctrl-C stops the turn, tether prints the
-// interrupted summary and exits 1 (the turn did not complete), and the
-// agent process is gone.
-func TestSIGINTInterruptsTheTurn(t *testing.T) {
+// TestSignalInterruptsTheTurn: one Ctrl-C (or a SIGTERM) stops the turn,
+// tether prints the interrupted summary and exits 1 (the turn did not
+// complete), and the agent process is gone.
+func TestSignalInterruptsTheTurn(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { signalMidTurn(t, sig) })
+	}
+}
+
+func signalMidTurn(t *testing.T, sig syscall.Signal) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tetherPath(), "run", "--mock", "hi")
@@ -186,7 +197,7 @@ func TestSIGINTInterruptsTheTurn(t *testing.T) {
 	if len(agents) != 1 {
 		t.Errorf("tether has %d child processes, want the agent alone", len(agents))
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	rest, _ := io.ReadAll(out)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/tetherhq/tether/claude"
@@ -21,6 +22,7 @@ type runFlags struct {
 	allowedTools, disallowedTools         []string
 	maxTurns                              int
 	continueLast, json, mock, verbose     bool
+	askEveryTool                          bool
 }
 
 const runLong = `Run sends PROMPT to the agent as one turn and streams its work: the
@@ -29,8 +31,16 @@ summary line at the end. PROMPT "-" reads the prompt from stdin.
 
 Tool approvals are asked on the terminal ([y]es once / [a]lways / [n]o);
 when stdin is not a terminal, --approve=allow or --approve=deny decides.
+Only the calls the CLI asks about reach the approver: in the default
+permission mode the CLI runs read-only commands (echo, pwd, ls of the
+working directory), reads files in its working directory and uses the
+--allowed-tools without asking, so --approve=deny does not stop those
+(on a sandboxed runner every Bash call asks: the CLI judges the sandboxed
+command). --ask-every-tool sends every tool call to the approver; with
+--approve=deny nothing runs.
 
-Ctrl-C once interrupts the turn; twice quits.
+Ctrl-C (or SIGTERM) once interrupts the turn and prints the summary; twice
+quits.
 
 Exit status: 0 the turn succeeded; 1 it failed, was interrupted, or could
 not run; 2 the command line was wrong; 130 cancelled by a second Ctrl-C.`
@@ -44,7 +54,10 @@ func newRunCmd() *cobra.Command {
 		Example: `  tether run --mock "hello"
   tether run --model sonnet --approve=allow "add a test for parseArgs"
   git diff | tether run --json --approve=deny -`,
-		Args: func(_ *cobra.Command, args []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := checkConflicts(cmd); err != nil {
+				return err
+			}
 			if len(args) == 0 {
 				return errors.New("missing PROMPT")
 			}
@@ -70,17 +83,36 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after `N` agent turns (0: no limit)")
 	fl.StringVar(&f.cli, "cli", "", "`PATH` of the claude executable (default: looked up)")
 	fl.BoolVar(&f.json, "json", false, "print each message's raw JSON line, nothing else, on stdout")
-	fl.StringVar(&f.approve, "approve", string(console.ApproveAsk), "who approves tools: `ask`, allow or deny")
+	fl.StringVar(&f.approve, "approve", string(console.ApproveAsk), "who approves the tool calls the CLI asks about: `ask`, allow or deny")
+	fl.BoolVar(&f.askEveryTool, "ask-every-tool", false, "send every tool call to the approver, the ones the CLI deems safe included")
 	fl.BoolVar(&f.mock, "mock", false, "use the built-in mock agent (no CLI or API key needed)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log the CLI's stderr and skipped output lines to stderr")
 	fl.StringVar(&f.runner, "runner", "", "run on a runner at `URL` (ws://host:7420/sessions) instead of locally")
 	fl.StringVar(&f.runnerToken, "runner-token", "", "bearer `TOKEN` for --runner (default: $TETHER_AUTH_TOKEN)")
 	fl.StringVar(&f.workspace, "workspace", "default", "runner-side workspace `ID` for --runner")
-	cmd.MarkFlagsMutuallyExclusive("continue", "resume")
-	cmd.MarkFlagsMutuallyExclusive("mock", "cli")
-	cmd.MarkFlagsMutuallyExclusive("mock", "runner")
-	cmd.MarkFlagsMutuallyExclusive("cli", "runner")
-	cmd.MarkFlagsMutuallyExclusive("cwd", "runner")
+}
+
+// flagConflict is two flags that cannot go together, and why, in the words
+// a person reads (cobra's own message names flag groups).
+type flagConflict struct{ a, b, why string }
+
+func runConflicts() []flagConflict {
+	return []flagConflict{
+		{"continue", "resume", "--continue picks the most recent session, --resume names one: give one of them"},
+		{"mock", "cli", "--mock runs the built-in mock agent, --cli names a real claude executable: give one of them"},
+		{"mock", "runner", "--mock runs here with the built-in mock agent; a runner runs its own agents: drop one of them"},
+		{"cli", "runner", "--cli names a program on this machine; a runner runs its own claude CLI (tether serve --cli): drop --cli"},
+	}
+}
+
+// checkConflicts refuses flags that cannot go together.
+func checkConflicts(cmd *cobra.Command) error {
+	for _, c := range runConflicts() {
+		if cmd.Flags().Changed(c.a) && cmd.Flags().Changed(c.b) {
+			return errors.New(c.why)
+		}
+	}
+	return nil
 }
 
 func (f *runFlags) run(cmd *cobra.Command, args []string) error {
@@ -99,9 +131,11 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	cfg, closeTTY := console.WithStdio(cfg)
 	defer closeTTY()
 	// Ctrl-C belongs to this command while it runs: console.Run turns the
-	// first into an interrupt and the second into a cancel.
+	// first into an interrupt and the second into a cancel. SIGTERM (a
+	// supervisor, a shell's kill) gets the same: the turn ends and the
+	// summary is printed.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	cfg.Interrupts = sigs
 	return codeErr(console.Run(cmd.Context(), cfg))
@@ -118,7 +152,7 @@ func (f *runFlags) config(cmd *cobra.Command) (console.Config, error) {
 	if err != nil {
 		return console.Config{}, err
 	}
-	return console.Config{Options: opts, Approve: approve, JSON: f.json, Verbose: f.verbose}, nil
+	return console.Config{Options: opts, Approve: approve, AskEveryTool: f.askEveryTool, JSON: f.json, Verbose: f.verbose}, nil
 }
 
 func (f *runFlags) options(cmd *cobra.Command) (claude.Options, error) {

@@ -67,6 +67,10 @@ type Config struct {
 	Color bool
 
 	Approve Approve
+	// AskEveryTool sends every tool call to Approve, the ones the CLI
+	// would run without asking included (read-only commands, reading files
+	// in its working directory, AllowedTools): see claude.AskEveryTool.
+	AskEveryTool bool
 	// JSON prints each message's raw line on Out and nothing else there.
 	JSON bool
 	// Verbose logs the CLI's stderr and skipped output lines to Err.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/tetherhq/tether/claude"
+	cc "github.com/tetherhq/tether/protocol/claudecode"
 )
 
 // run is one Run: the screen and the parts that share it.
@@ -100,6 +102,14 @@ func (r *run) options() claude.Options {
 	o := r.cfg.Options
 	o.IncludePartialMessages = true
 	o.CanUseTool = r.appr.decide
+	if r.cfg.AskEveryTool {
+		o.Hooks = maps.Clone(o.Hooks)
+		if o.Hooks == nil {
+			o.Hooks = map[string][]claude.HookMatcher{}
+		}
+		every := claude.HookMatcher{Hooks: []claude.HookFunc{claude.AskEveryTool}}
+		o.Hooks[cc.HookPreToolUse] = append([]claude.HookMatcher{every}, o.Hooks[cc.HookPreToolUse]...)
+	}
 	if r.cfg.Verbose {
 		log := slog.New(slog.NewTextHandler(r.scr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		o.Logger = log
