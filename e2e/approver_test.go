@@ -108,6 +108,51 @@ func TestRealCLIRunnerApproverSeesModelInput(t *testing.T) {
 		}
 	})
 
+	// An allowed call runs sandboxed, and what the host sees after it (its
+	// PostToolUse hook, the tool's result) names the model's command.
+	t.Run("SDKAllowed", func(t *testing.T) {
+		timed(t)
+		opts, _ := relayOpts(tr)
+		opts.AllowedTools, opts.PermissionMode = nil, claude.PermissionDefault
+		var mu sync.Mutex
+		var asked, hooked []string
+		opts.CanUseTool = func(_ context.Context, r claude.PermissionRequest) (claude.PermissionResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, commandOf(t, r.Input))
+			return claude.Allow{}, nil
+		}
+		observe := func(_ context.Context, in claude.HookInput) (claude.HookOutput, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			hooked = append(hooked, in.HookEventName+" "+commandOf(t, in.ToolInput))
+			return claude.HookOutput{}, nil
+		}
+		bash := []claude.HookMatcher{{Matcher: "Bash", Hooks: []claude.HookFunc{observe}}}
+		opts.Hooks = map[string][]claude.HookMatcher{cc.HookPreToolUse: bash, cc.HookPostToolUse: bash}
+		var result *claude.ResultMessage
+		for msg, err := range claude.Query(testCtx(t), bashPrompt(probeCommand), opts) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(msg.Raw(), []byte(sandbox.WrappedMarker)) {
+				t.Errorf("the host received the sandbox's wrapper: %s", msg.Raw())
+			}
+			if r, ok := msg.(*claude.ResultMessage); ok {
+				result = r
+			}
+		}
+		if result == nil || result.Result != "tool said: probe-42" {
+			t.Fatalf("result = %+v", result)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []string{cc.HookPreToolUse + " " + probeCommand, cc.HookPostToolUse + " " + probeCommand}
+		if len(asked) != 1 || asked[0] != probeCommand || strings.Join(hooked, "|") != strings.Join(want, "|") {
+			t.Errorf("CanUseTool saw %q, hooks saw %q; want %q and %q", asked, hooked, probeCommand, want)
+		}
+	})
+
 	// The runner speaks the control protocol itself; a session whose
 	// permissions refuse Bash reports the denial with the model's command.
 	t.Run("DefaultMode", func(t *testing.T) {
