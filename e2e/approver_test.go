@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,67 @@ func deniedCommands(t *testing.T, result map[string]any) []string {
 	return cmds
 }
 
+// watched is a relay session on a sandboxed runner that records the Bash
+// commands the host's CanUseTool and hooks were shown.
+type watched struct {
+	mu            sync.Mutex
+	asked, hooked []string
+	opts          claude.Options
+	answer        claude.PermissionResult
+}
+
+func watch(t *testing.T, tr *testRunner, answer claude.PermissionResult, hookEvents ...string) *watched {
+	w := &watched{answer: answer}
+	w.opts, _ = relayOpts(tr)
+	w.opts.AllowedTools, w.opts.PermissionMode = nil, claude.PermissionDefault
+	w.opts.CanUseTool = func(_ context.Context, r claude.PermissionRequest) (claude.PermissionResult, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.asked = append(w.asked, commandOf(t, r.Input))
+		return w.answer, nil
+	}
+	observe := func(_ context.Context, in claude.HookInput) (claude.HookOutput, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.hooked = append(w.hooked, in.HookEventName+" "+commandOf(t, in.ToolInput))
+		return claude.HookOutput{}, nil
+	}
+	w.opts.Hooks = map[string][]claude.HookMatcher{}
+	for _, ev := range hookEvents {
+		w.opts.Hooks[ev] = []claude.HookMatcher{{Matcher: "Bash", Hooks: []claude.HookFunc{observe}}}
+	}
+	return w
+}
+
+// run sends prompt, fails on any message that holds the sandbox's wrapper,
+// and returns the result.
+func (w *watched) run(t *testing.T, prompt string) *claude.ResultMessage {
+	t.Helper()
+	var result *claude.ResultMessage
+	for msg, err := range claude.Query(testCtx(t), prompt, w.opts) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(msg.Raw(), []byte(sandbox.WrappedMarker)) {
+			t.Errorf("the host received the sandbox's wrapper: %s", msg.Raw())
+		}
+		if r, ok := msg.(*claude.ResultMessage); ok {
+			result = r
+		}
+	}
+	if result == nil {
+		t.Fatal("no result")
+	}
+	return result
+}
+
+// seen returns what CanUseTool and the hooks were shown.
+func (w *watched) seen() (asked, hooked []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.asked), slices.Clone(w.hooked)
+}
+
 // On a sandboxed runner, approvers see the model's command: the SDK's
 // CanUseTool, the host's own hooks, permission denials and every message
 // the host receives.
@@ -50,54 +112,14 @@ func TestRealCLIRunnerApproverSeesModelInput(t *testing.T) {
 	timed(t)
 	tr := startRunner(t, true)
 
-	t.Run("SDK", func(t *testing.T) {
+	t.Run("SDKDenied", func(t *testing.T) {
 		timed(t)
-		opts, _ := relayOpts(tr)
-		opts.AllowedTools, opts.PermissionMode = nil, claude.PermissionDefault
-		var mu sync.Mutex
-		var asked, hooked []string
-		opts.CanUseTool = func(_ context.Context, r claude.PermissionRequest) (claude.PermissionResult, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			asked = append(asked, commandOf(t, r.Input))
-			return claude.Deny{Message: "host says no"}, nil
-		}
-		observe := func(_ context.Context, in claude.HookInput) (claude.HookOutput, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			hooked = append(hooked, in.HookEventName+" "+commandOf(t, in.ToolInput))
-			return claude.HookOutput{}, nil
-		}
-		opts.Hooks = map[string][]claude.HookMatcher{
-			cc.HookPreToolUse: {{Matcher: "Bash", Hooks: []claude.HookFunc{observe}}},
-		}
-		var result *claude.ResultMessage
-		for msg, err := range claude.Query(testCtx(t), bashPrompt(probeCommand), opts) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bytes.Contains(msg.Raw(), []byte(sandbox.WrappedMarker)) {
-				t.Errorf("the host received the sandbox's wrapper: %s", msg.Raw())
-			}
-			if r, ok := msg.(*claude.ResultMessage); ok {
-				result = r
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(asked) != 1 || asked[0] != probeCommand {
-			t.Errorf("CanUseTool saw %q, want [%q]", asked, probeCommand)
-		}
-		if len(hooked) == 0 {
-			t.Error("the host's PreToolUse hook was not called")
-		}
-		for _, h := range hooked {
-			if h != cc.HookPreToolUse+" "+probeCommand {
-				t.Errorf("the host's hook saw %q", h)
-			}
-		}
-		if result == nil {
-			t.Fatal("no result")
+		w := watch(t, tr, claude.Deny{Message: "host says no"}, cc.HookPreToolUse)
+		result := w.run(t, bashPrompt(probeCommand))
+		asked, hooked := w.seen()
+		want := []string{cc.HookPreToolUse + " " + probeCommand}
+		if !slices.Equal(asked, []string{probeCommand}) || !slices.Equal(hooked, want) {
+			t.Errorf("CanUseTool saw %q, hooks saw %q; want %q and %q", asked, hooked, probeCommand, want)
 		}
 		var raw map[string]any
 		if err := json.Unmarshal(result.Raw(), &raw); err != nil {
@@ -112,43 +134,13 @@ func TestRealCLIRunnerApproverSeesModelInput(t *testing.T) {
 	// PostToolUse hook, the tool's result) names the model's command.
 	t.Run("SDKAllowed", func(t *testing.T) {
 		timed(t)
-		opts, _ := relayOpts(tr)
-		opts.AllowedTools, opts.PermissionMode = nil, claude.PermissionDefault
-		var mu sync.Mutex
-		var asked, hooked []string
-		opts.CanUseTool = func(_ context.Context, r claude.PermissionRequest) (claude.PermissionResult, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			asked = append(asked, commandOf(t, r.Input))
-			return claude.Allow{}, nil
+		w := watch(t, tr, claude.Allow{}, cc.HookPreToolUse, cc.HookPostToolUse)
+		if result := w.run(t, bashPrompt(probeCommand)); result.Result != "tool said: probe-42" {
+			t.Fatalf("result = %q", result.Result)
 		}
-		observe := func(_ context.Context, in claude.HookInput) (claude.HookOutput, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			hooked = append(hooked, in.HookEventName+" "+commandOf(t, in.ToolInput))
-			return claude.HookOutput{}, nil
-		}
-		bash := []claude.HookMatcher{{Matcher: "Bash", Hooks: []claude.HookFunc{observe}}}
-		opts.Hooks = map[string][]claude.HookMatcher{cc.HookPreToolUse: bash, cc.HookPostToolUse: bash}
-		var result *claude.ResultMessage
-		for msg, err := range claude.Query(testCtx(t), bashPrompt(probeCommand), opts) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bytes.Contains(msg.Raw(), []byte(sandbox.WrappedMarker)) {
-				t.Errorf("the host received the sandbox's wrapper: %s", msg.Raw())
-			}
-			if r, ok := msg.(*claude.ResultMessage); ok {
-				result = r
-			}
-		}
-		if result == nil || result.Result != "tool said: probe-42" {
-			t.Fatalf("result = %+v", result)
-		}
-		mu.Lock()
-		defer mu.Unlock()
+		asked, hooked := w.seen()
 		want := []string{cc.HookPreToolUse + " " + probeCommand, cc.HookPostToolUse + " " + probeCommand}
-		if len(asked) != 1 || asked[0] != probeCommand || strings.Join(hooked, "|") != strings.Join(want, "|") {
+		if !slices.Equal(asked, []string{probeCommand}) || !slices.Equal(hooked, want) {
 			t.Errorf("CanUseTool saw %q, hooks saw %q; want %q and %q", asked, hooked, probeCommand, want)
 		}
 	})

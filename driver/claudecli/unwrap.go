@@ -67,26 +67,27 @@ func (b *bashRewriter) restore(v any) bool {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, child := range v {
-			if s, ok := child.(string); ok {
-				if orig, ok := b.original(s); ok {
-					v[k], changed = orig, true
-				}
-				continue
+			if s, ok := b.restoreChild(child); ok {
+				v[k], changed = s, true
 			}
-			changed = b.restore(child) || changed
 		}
 	case []any:
 		for i, child := range v {
-			if s, ok := child.(string); ok {
-				if orig, ok := b.original(s); ok {
-					v[i], changed = orig, true
-				}
-				continue
+			if s, ok := b.restoreChild(child); ok {
+				v[i], changed = s, true
 			}
-			changed = b.restore(child) || changed
 		}
 	}
 	return changed
+}
+
+// restoreChild returns the model's command for a wrapped command string,
+// or restores a container in place (returning it).
+func (b *bashRewriter) restoreChild(child any) (any, bool) {
+	if s, ok := child.(string); ok {
+		return b.original(s)
+	}
+	return child, b.restore(child)
 }
 
 func (b *bashRewriter) original(s string) (string, bool) {
