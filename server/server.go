@@ -29,10 +29,8 @@ import (
 // DefaultAddr is where a runner listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:7420"
 
-// ErrSandboxNeedsToken refuses a sandboxed runner without a token.
-var ErrSandboxNeedsToken = errors.New("server: with the sandbox on, hosts must authenticate: set TETHER_AUTH_TOKEN (or --auth-token-file), or run with --sandbox off")
-
-// Config is everything `tether serve` can be told.
+// Config is everything `tether serve` can be told. Relative paths are
+// resolved against the working directory when Run starts.
 type Config struct {
 	Addr          string
 	WorkspaceRoot string
@@ -56,8 +54,16 @@ type Config struct {
 	// (eventlog.Options.FlushInterval; 0: its default of 2 ms): longer
 	// means fewer fsyncs, and more of the last frames lost with a crash.
 	LogCommitWindow time.Duration
-	Auth            auth.LoadOptions
-	Logger          *slog.Logger
+	// Auth says where the tokens hosts authenticate with come from. With
+	// none, Run uses a token it generates and keeps in DataDir (see
+	// auth.LoadOrGenerate), and a listen address beyond loopback is
+	// refused: remote hosts need a token given to them on purpose.
+	Auth auth.LoadOptions
+	// RecordDir is where, with a generated token, Run records which file
+	// holds it, for hosts on this machine (auth.LocalToken); "" means
+	// auth.DefaultRecordDir().
+	RecordDir string
+	Logger    *slog.Logger
 	// Ready, if set, receives the listening address once serving.
 	Ready func(addr string)
 }
@@ -68,21 +74,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Addr == "" {
-		cfg.Addr = DefaultAddr
-	}
-	tokens, err := auth.Load(cfg.Auth)
+	cfg, err := cfg.resolved()
 	if err != nil {
 		return err
 	}
-	if err := auth.RequireForAddr(cfg.Addr, tokens); err != nil {
+	tokens, generated, err := hostTokens(cfg)
+	if err != nil {
 		return err
-	}
-	if cfg.Sandbox && tokens.Empty() {
-		// A sandboxed agent still shares this machine's loopback (its CLI
-		// needs the model API): without a token it could open sessions of
-		// its own in other workspaces.
-		return ErrSandboxNeedsToken
 	}
 	parts, err := assemble(cfg, log)
 	if err != nil {
@@ -102,13 +100,23 @@ func Run(ctx context.Context, cfg Config) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	parts.cancelRequests = cancelBase
-	srv := &http.Server{Handler: parts.handlers.track(routes(parts, tokens, cfg, &shuttingDown)),
+	addr := ln.Addr().String()
+	if generated != nil {
+		defer announceGenerated(cfg, addr, generated, log)()
+	}
+	h := routes(parts, tokens, cfg, log, &shuttingDown)
+	if auth.IsLoopback(addr) {
+		// Against DNS rebinding. Beyond loopback the runner cannot know
+		// the names hosts use for it; its token guards it there.
+		h = auth.LoopbackHosts(log, h)
+	}
+	srv := &http.Server{Handler: parts.handlers.track(h),
 		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- serve(srv, ln, cfg) }()
-	log.Info("runner listening", "addr", ln.Addr().String(), "tls", cfg.TLSCert != "", "sandbox", cfg.Sandbox)
+	log.Info("runner listening", "addr", addr, "tls", cfg.TLSCert != "", "sandbox", cfg.Sandbox, "tokens", tokens.IDs())
 	if cfg.Ready != nil {
-		cfg.Ready(ln.Addr().String())
+		cfg.Ready(addr)
 	}
 	select {
 	case err := <-serveErr:
@@ -192,15 +200,45 @@ type parts struct {
 	cancelRequests context.CancelFunc
 }
 
-func assemble(cfg Config, log *slog.Logger) (*parts, error) {
-	if cfg.WorkspaceRoot == "" || cfg.DataDir == "" {
-		return nil, errors.New("server: the workspaces and data directories are required")
+// hostTokens loads the tokens hosts authenticate with: the configured
+// ones or, with none, a generated one (then generated is set). It creates
+// the runner's directories, where a generated token is kept.
+func hostTokens(cfg Config) (tokens *auth.Tokens, generated *auth.Generated, err error) {
+	tokens, err = auth.Load(cfg.Auth)
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, d := range []string{cfg.WorkspaceRoot, cfg.DataDir} {
+	if err := auth.RequireForAddr(cfg.Addr, tokens); err != nil {
+		return nil, nil, err
+	}
+	if err := makeDirs(cfg); err != nil {
+		return nil, nil, err
+	}
+	if !tokens.Empty() {
+		return tokens, nil, nil
+	}
+	// Even on loopback a runner needs a token: every other user of the
+	// machine, a web page on a name rebound to 127.0.0.1, and a sandboxed
+	// agent (it shares loopback to reach the model API) could otherwise
+	// open sessions.
+	if generated, err = auth.LoadOrGenerate(cfg.DataDir); err != nil {
+		return nil, nil, err
+	}
+	return generated.Tokens, generated, nil
+}
+
+// makeDirs creates the data and workspaces directories (private to the
+// runner's user) if they are missing.
+func makeDirs(cfg Config) error {
+	for _, d := range []string{cfg.DataDir, cfg.WorkspaceRoot} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("server: %w", err)
+			return fmt.Errorf("server: %w", err)
 		}
 	}
+	return nil
+}
+
+func assemble(cfg Config, log *slog.Logger) (*parts, error) {
 	elog, err := eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log, FlushInterval: cfg.LogCommitWindow})
 	if err != nil {
 		return nil, err
@@ -269,7 +307,7 @@ func agentEnv(extra []string) map[string]string {
 	return env
 }
 
-func routes(p *parts, tokens *auth.Tokens, cfg Config, shuttingDown *atomic.Bool) http.Handler {
+func routes(p *parts, tokens *auth.Tokens, cfg Config, log *slog.Logger, shuttingDown *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
@@ -282,7 +320,7 @@ func routes(p *parts, tokens *auth.Tokens, cfg Config, shuttingDown *atomic.Bool
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	limiter := auth.NewLimiter(cfg.MaxConnsPerToken)
-	mux.Handle("/sessions", auth.Middleware(tokens, limitPerToken(limiter, p.v1)))
+	mux.Handle("/sessions", auth.Middleware(tokens, log, limitPerToken(limiter, p.v1)))
 	return mux
 }
 

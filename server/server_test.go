@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,8 +42,10 @@ const (
 type running struct {
 	t      *testing.T
 	addr   string
+	cfg    server.Config // as given to Run
 	cancel context.CancelFunc
 	done   chan error
+	logs   *syncBuffer
 }
 
 // serve runs the server with the mock CLI (this test binary) as its agent.
@@ -63,19 +67,30 @@ func serveMock(t *testing.T, mock map[string]string, cfg server.Config) *running
 		cfg.AgentEnv = append(cfg.AgentEnv, k)
 	}
 	dir := t.TempDir()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.WorkspaceRoot = filepath.Join(dir, "ws")
-	cfg.CLIPath = os.Args[0]
+	if cfg.DataDir == "" {
+		cfg.DataDir = filepath.Join(dir, "data")
+		cfg.WorkspaceRoot = filepath.Join(dir, "ws")
+	}
+	if cfg.CLIPath == "" {
+		cfg.CLIPath = os.Args[0]
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.Auth.Getenv == nil {
 		cfg.Auth.Getenv = func(string) string { return "" }
 	}
+	if cfg.RecordDir == "" {
+		cfg.RecordDir = filepath.Join(dir, "records")
+	}
+	logs := &syncBuffer{}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	}
 	ready := make(chan string, 1)
 	cfg.Ready = func(addr string) { ready <- addr }
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{t: t, cancel: cancel, done: make(chan error, 1)}
+	r := &running{t: t, cfg: cfg, cancel: cancel, done: make(chan error, 1), logs: logs}
 	go func() { r.done <- server.Run(ctx, cfg) }()
 	select {
 	case r.addr = <-ready:
@@ -104,6 +119,34 @@ func (r *running) stop(within time.Duration) error {
 }
 
 func (r *running) url() string { return "ws://" + r.addr + "/sessions" }
+
+// generated is the token the runner generated (it had none configured).
+func (r *running) generated() string {
+	r.t.Helper()
+	data, err := os.ReadFile(filepath.Join(r.cfg.DataDir, auth.GeneratedTokenFile))
+	if err != nil {
+		r.t.Fatalf("generated token: %v", err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// syncBuffer collects a runner's log.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // dial opens a WebSocket with token ("" for none).
 func (r *running) dial(token string) (*websocket.Conn, *http.Response, error) {
@@ -238,8 +281,8 @@ func TestAuthFromEnvironment(t *testing.T) {
 	}
 }
 
-// The runner refuses to listen beyond loopback without a token, with a
-// typed error, before it listens at all.
+// The runner refuses to listen beyond loopback without a configured token,
+// with a typed error, before it listens at all.
 func TestRefusesOpenAddressWithoutToken(t *testing.T) {
 	dir := t.TempDir()
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
@@ -255,6 +298,11 @@ func TestRefusesOpenAddressWithoutToken(t *testing.T) {
 		}
 		if called {
 			t.Fatalf("addr %s: listened anyway", addr)
+		}
+		// A generated token is for hosts on this machine: it does not
+		// open the runner to others.
+		if _, err := os.Stat(filepath.Join(dir, "data", auth.GeneratedTokenFile)); err == nil {
+			t.Fatalf("addr %s: generated a token", addr)
 		}
 	}
 	// A token that cannot be used is an error of its own.
@@ -325,8 +373,8 @@ func TestConnectionLimitPerToken(t *testing.T) {
 // connection still waiting for its init does not hold Run up.
 func TestGracefulShutdown(t *testing.T) {
 	r := serve(t, "slow", server.Config{ShutdownTimeout: 20 * time.Second}) // a turn takes 1 s
-	idle := r.mustDial("")                                                  // never sends init
-	ws := r.mustDial("")
+	idle := r.mustDial(r.generated())                                       // never sends init
+	ws := r.mustDial(r.generated())
 	send(t, ws, map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "w"})
 	if f := next(t, ws); f["type"] != "ready" {
 		t.Fatal(f)
@@ -364,7 +412,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestShutdownTimeout(t *testing.T) {
 	r := serveMock(t, map[string]string{mockclaude.EnvScenario: "slow", mockclaude.EnvDelayMS: "500"}, // a turn takes 25 s
 		server.Config{ShutdownTimeout: 300 * time.Millisecond})
-	ws := r.mustDial("")
+	ws := r.mustDial(r.generated())
 	send(t, ws, map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "w"})
 	next(t, ws)
 	send(t, ws, map[string]any{"type": "query", "request_id": "q1", "prompt": "hi"})

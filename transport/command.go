@@ -27,7 +27,8 @@ const (
 
 // Command runs an agent as a child process and talks NDJSON over its stdin
 // and stdout. The child gets its own process group, so everything it spawns
-// (MCP servers, Bash commands) is stopped with it.
+// (MCP servers, Bash commands) is stopped with it; Containment catches what
+// leaves the group too.
 type Command struct {
 	Path string
 	Args []string
@@ -57,27 +58,65 @@ type Command struct {
 	// other Commands that use it, instead of one of the child's own (see
 	// Launcher): for processes that run many agents at once.
 	Launcher *Launcher
+	// Containment is how the processes the agent starts are ended with it
+	// (default ContainAuto: the strongest mode this process allows). A mode
+	// asked for by name that is not available fails Connect with
+	// ErrContainmentUnavailable.
+	Containment Containment
 }
 
 // Connect starts the process. ctx bounds the start only; the process lives
 // until Close. When the process exits, whatever is left of its process group
 // is killed at once (the exited leader is reaped only after that sweep, so
-// the group id cannot have been reused by then).
+// the group id cannot have been reused by then), and so is what Containment
+// caught outside the group.
 func (c *Command) Connect(ctx context.Context) (Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	conn, err := c.start()
+	conn, err := c.start(c.host())
 	if err != nil {
 		return nil, &StartError{Path: c.Path, Err: err}
 	}
 	return conn, nil
 }
 
-func (c *Command) start() (*commandConn, error) {
+// start picks the containment and starts the process inside it.
+func (c *Command) start(h host) (*commandConn, error) {
+	f, why, err := h.choose(c.Containment)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := c.startIn(f)
+	if err != nil && f.mode == ContainCgroup && c.Containment == ContainAuto && !errors.Is(err, exec.ErrNotFound) {
+		// The kernel would not start it in the cgroup (some seccomp
+		// filters refuse clone3; a cgroup removed meanwhile reads as
+		// ENOENT, like a missing binary): auto tries again without.
+		f, why = h.withoutCgroup("starting in a cgroup failed: " + err.Error())
+		conn, err = c.startIn(f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.noteContainment(f, why)
+	return conn, nil
+}
+
+// startIn starts the process inside f, which it releases if that fails.
+func (c *Command) startIn(f *fence) (*commandConn, error) {
+	conn, err := c.startProcess(f)
+	if err != nil {
+		f.abandon()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (c *Command) startProcess(f *fence) (*commandConn, error) {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Env, cmd.Dir = c.Env, c.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	f.prepare(cmd)
 	// Our own pipes, not exec's: Wait must never close stdout while
 	// unread lines are still in it.
 	stdinR, stdinW, err := os.Pipe()
@@ -109,7 +148,9 @@ func (c *Command) start() (*commandConn, error) {
 		stdinW:    &countingWriter{w: stdinW},
 		tail:      &tailBuffer{n: tailSize},
 		writeSem:  make(chan struct{}, 1),
+		fence:     f,
 		exited:    make(chan struct{}),
+		settled:   make(chan struct{}),
 		stderrEOF: make(chan struct{}),
 	}
 	conn.writer = ndjson.NewWriter(conn.stdinW)
@@ -141,8 +182,10 @@ type commandConn struct {
 	stdinW *countingWriter // counts what reached the pipe (under writeSem)
 	tail   *tailBuffer
 
+	fence     *fence
 	exited    chan struct{} // closed once the group is swept and the leader reaped
 	exitErr   error         // set before exited closes
+	settled   chan struct{} // closed once what the fence killed is gone
 	stderrEOF chan struct{}
 
 	// sigMu orders signals to the group against the reap: while leaderGone
@@ -206,6 +249,7 @@ func (c *commandConn) run(started chan<- error) {
 			return
 		}
 	}
+	c.fence.started(c.cmd)
 	started <- nil
 	// Wait for the exit without reaping: the zombie leader keeps its pid,
 	// and so the group id, from being reused while we sweep the group.
@@ -214,22 +258,28 @@ func (c *commandConn) run(started chan<- error) {
 		runtime.UnlockOSThread()
 	}
 	c.reap(waitErr)
+	// The exit is reported already; Close waits for the rest to be gone.
+	c.fence.settle(c.logger())
+	close(c.settled)
 }
 
-// reap sweeps what is left of the exited leader's group, reaps the leader
-// and reports its exit.
+// reap sweeps what is left of the exited leader's group and fence, reaps
+// the leader and reports its exit.
 func (c *commandConn) reap(waitErr error) {
+	pid := c.cmd.Process.Pid
 	if waitErr != nil {
 		// No way to wait without reaping: reap, then stop signalling.
 		err := c.cmd.Wait()
 		c.sigMu.Lock()
 		c.leaderGone, c.exitErr = true, err
 		c.sigMu.Unlock()
+		c.fence.kill(c.logger(), pid)
 		close(c.exited)
 		return
 	}
 	c.sigMu.Lock()
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	c.fence.kill(c.logger(), pid)
 	c.leaderGone = true
 	c.exitErr = c.cmd.Wait() // the leader is a zombie: this does not block
 	c.sigMu.Unlock()
@@ -442,9 +492,10 @@ func (c *commandConn) shutdown() error {
 			c.signalGroup(syscall.SIGKILL)
 		}
 	}
-	// Once the leader has exited, run sweeps the rest of the group (so
-	// nothing is orphaned) and then reaps the leader.
-	<-c.exited
+	// Once the leader has exited, run sweeps the rest of the group and
+	// the fence (so nothing is orphaned), reaps the leader, and waits for
+	// the rest to be gone.
+	<-c.settled
 	// Descendants that still hold stderr open died with the group; the
 	// read end is closed either way so the drain goroutine returns.
 	select {

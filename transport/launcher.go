@@ -4,6 +4,9 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/internal/contain"
 )
 
 // Launcher starts child processes from one OS thread that they all share.
@@ -23,6 +26,16 @@ type Launcher struct {
 	mu   sync.Mutex
 	live int           // children started and not yet released
 	reqs chan startReq // the thread's requests; nil while no thread runs
+	// mode is the containment last logged for its children, so a runner
+	// says it once rather than per agent (never auto, the zero value).
+	mode Containment
+	// cgroup is where its children's cgroups go, looked for once: a
+	// process's own cgroup and its rights there do not change.
+	cgroup struct {
+		probed bool
+		parent string
+		err    error
+	}
 }
 
 type startReq struct {
@@ -68,4 +81,35 @@ func forkThread(reqs <-chan startReq) {
 	for r := range reqs {
 		r.done <- r.cmd.Start()
 	}
+}
+
+// noteMode records the containment a child got and reports whether it
+// differs from the last one recorded.
+func (l *Launcher) noteMode(mode Containment) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mode == mode {
+		return false
+	}
+	l.mode = mode
+	return true
+}
+
+// staleCgroupAge is how old an agent cgroup whose maker is gone must be
+// before a Launcher removes it.
+const staleCgroupAge = time.Minute
+
+// cgroupParent is contain.Delegated, asked once. The first time, it also
+// removes the empty cgroups a killed runner left there.
+func (l *Launcher) cgroupParent() (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.cgroup.probed {
+		l.cgroup.parent, l.cgroup.err = contain.Delegated()
+		l.cgroup.probed = true
+		if l.cgroup.err == nil {
+			contain.RemoveStale(l.cgroup.parent, staleCgroupAge)
+		}
+	}
+	return l.cgroup.parent, l.cgroup.err
 }

@@ -141,7 +141,7 @@ func dialRunner(t *testing.T, addr string) *websocket.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/sessions", nil)
+	ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/sessions", bearer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestServeSDKSurvivesSIGKILL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
 	defer cancel()
 	c, err := claude.Connect(ctx, claude.Options{Runner: &claude.RunnerOptions{
-		URL: "ws://" + p.addr + "/sessions", WorkspaceID: "sdk-crash", ReconnectFor: waitLimit}})
+		URL: "ws://" + p.addr + "/sessions", Token: testToken, WorkspaceID: "sdk-crash", ReconnectFor: waitLimit}})
 	if err != nil {
 		t.Fatal(err)
 	}

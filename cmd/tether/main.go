@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tetherhq/tether/internal/console"
 	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/transport"
 )
 
 func main() {
@@ -24,6 +25,9 @@ func main() {
 	if os.Getenv(mockclaude.EnvMain) == "1" {
 		os.Exit(mockclaude.Main())
 	}
+	// Orphans of agents' commands come back to tether, to be ended with
+	// their agent where no cgroup is delegated (docs/processes.md).
+	_, _ = transport.EnableSubreaper()
 	os.Exit(execute(context.Background(), os.Args[1:]))
 }
 

@@ -173,10 +173,7 @@ func (f *runFlags) options(cmd *cobra.Command) (claude.Options, error) {
 		opts.SystemPrompt = &f.systemPrompt
 	}
 	if f.runner != "" {
-		token := f.runnerToken
-		if token == "" {
-			token = os.Getenv("TETHER_AUTH_TOKEN")
-		}
+		token := runnerToken(f.runnerToken, f.runner, os.Getenv, os.Stderr)
 		opts.Runner = &claude.RunnerOptions{URL: f.runner, Token: token, WorkspaceID: f.workspace}
 	}
 	if f.mock {

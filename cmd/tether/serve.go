@@ -1,11 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -17,19 +17,32 @@ import (
 	"github.com/tetherhq/tether/server"
 )
 
-const serveLong = `Serve runs a runner: a long-lived server that runs agent sessions for remote
+// serveLong is serve's help; the token rule comes from runner/auth.
+func serveLong() string {
+	return fmt.Sprintf(`Serve runs a runner: a long-lived server that runs agent sessions for remote
 hosts over WebSocket (protocol v1 at /sessions), one workspace directory per
-workspace id, inside a bubblewrap sandbox when --sandbox=on.
+workspace id, inside a bubblewrap sandbox when --sandbox=on. Relative paths
+are taken from the directory tether serve starts in.
 
 Hosts authenticate with "Authorization: Bearer <token>". Tokens come from
 TETHER_AUTH_TOKEN (or SIDECAR_AUTH_TOKEN), comma-separated for rotation, and
-from --auth-token-file (one per line). Without a token the runner only
-listens on loopback. API keys stay in the runner's environment
-(ANTHROPIC_API_KEY and friends are handed to the agents; nothing travels in a
-frame).
+from --auth-token-file (one per line). A token is at least %d bytes, with no
+spaces or control characters (openssl rand -hex 24 makes one).
+
+Without a token configured, the runner listens only on loopback and makes
+one: 64 hex digits in DATA/%s (mode 0600), kept for the next start
+(remove the file for a new one). tether run --runner on this machine finds
+it; other hosts send the file's content. Its log names the file, never the
+token. A runner on loopback answers only requests for Host localhost,
+127.0.0.0/8 or ::1, so a web page cannot reach it through a name rebound to
+127.0.0.1.
+
+API keys stay in the runner's environment (ANTHROPIC_API_KEY and friends are
+handed to the agents; nothing travels in a frame).
 
 SIGTERM or Ctrl-C: stop accepting, let turns finish up to --shutdown-timeout,
-stop the agents, keep every workspace and log consistent.`
+stop the agents, keep every workspace and log consistent.`, auth.MinTokenLength, auth.GeneratedTokenFile)
+}
 
 func newServeCmd() *cobra.Command {
 	var cfg server.Config
@@ -38,9 +51,10 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a runner: agent sessions for remote hosts over WebSocket",
-		Long:  serveLong,
-		Example: `  TETHER_AUTH_TOKEN=$(openssl rand -hex 24) tether serve --addr 0.0.0.0:7420 --sandbox on
-  tether serve --workspaces ./ws --data ./data --sandbox off     # loopback, no token`,
+		Long:  serveLong(),
+		Example: `  tether serve                     # loopback, sandbox on, ./tether-data, a generated token
+  tether run --runner ws://127.0.0.1:7420/sessions "hello"     # finds that token
+  TETHER_AUTH_TOKEN=$(openssl rand -hex 24) tether serve --addr 0.0.0.0:7420 --data /var/lib/tether`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch sandbox {
@@ -50,19 +64,16 @@ func newServeCmd() *cobra.Command {
 			default:
 				return fmt.Errorf("--sandbox must be on or off, not %q", sandbox)
 			}
-			if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-				return fmt.Errorf("--tls-cert and --tls-key go together")
-			}
 			cfg.DataDir = data
-			if cfg.WorkspaceRoot == "" {
-				cfg.WorkspaceRoot = filepath.Join(data, "workspaces")
-			}
 			cfg.Auth = auth.LoadOptions{File: tokenFile, Getenv: os.Getenv}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 			defer gcfloor.Start(uint64(max(heapFloor, 0))).Stop()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := server.Run(ctx, cfg); err != nil {
+				if errors.Is(err, server.ErrInvalidConfig) {
+					return err // the command line's fault: a usage error
+				}
 				fmt.Fprintln(os.Stderr, "tether serve:", err)
 				return exitCode(1)
 			}
@@ -72,13 +83,14 @@ func newServeCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Addr, "addr", server.DefaultAddr, "listen `ADDRESS`")
 	fl.StringVar(&cfg.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per workspace (default: DATA/workspaces)")
-	fl.StringVar(&data, "data", "tether-data", "`DIR` for the event log and the agents' private homes")
+	fl.StringVar(&data, "data", "tether-data", "`DIR` for the event log, the agents' private homes and a generated token")
 	fl.StringVar(&cfg.CLIPath, "cli", "", "`PATH` of the claude executable (default: looked up)")
 	fl.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate `FILE` (serves wss://)")
 	fl.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key `FILE`")
 	fl.StringVar(&sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")
 	fl.BoolVar(&cfg.AllowToolNetwork, "allow-tool-network", false, "let sessions ask for network in Bash commands")
-	fl.StringSliceVar(&cfg.AgentEnv, "agent-env", nil, "extra environment `VARS` handed to agents")
+	fl.StringSliceVar(&cfg.AgentEnv, "agent-env", nil,
+		"`NAMES` of this process's environment variables to hand to agents too, comma-separated (names, not NAME=value)")
 	fl.StringVar(&tokenFile, "auth-token-file", "", "`FILE` with bearer tokens, one per line")
 	fl.DurationVar(&cfg.GracePeriod, "grace", 60*time.Second, "how long a session outlives its connection")
 	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long turns may run on after SIGTERM")

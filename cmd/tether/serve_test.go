@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,14 +67,37 @@ func cleanEnv(extra ...string) []string {
 
 var listeningRE = regexp.MustCompile(`msg="runner listening" addr=(\S+)`)
 
+// testToken is the token startServe gives a runner when env names none
+// (hosts then send it; see bearer).
+const testToken = "serve-test-token-0123456789"
+
+// bearer is the Authorization header for testToken.
+func bearer() *websocket.DialOptions {
+	return &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}}
+}
+
 // startServe starts `tether serve` on a free loopback port and waits until
-// it says where it listens.
+// it says where it listens. Unless env sets TETHER_AUTH_TOKEN (even to
+// nothing), the runner gets testToken. Runner records (auth.Publish) go to
+// a directory of the test's own.
 func startServe(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
 	base := []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"), "--sandbox", "off"}
 	cmd := exec.Command(tetherPath(), append(base, args...)...)
-	cmd.Env = env
+	cmd.Env = slices.Clone(env)
+	for k, v := range map[string]string{"TETHER_AUTH_TOKEN": testToken, "XDG_RUNTIME_DIR": t.TempDir()} {
+		if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	cmd.Dir = t.TempDir()
+	return watchServe(t, cmd)
+}
+
+// watchServe starts cmd, a `tether serve`, and waits until it says where
+// it listens; the test's end kills it.
+func watchServe(t *testing.T, cmd *exec.Cmd) *serveProc {
+	t.Helper()
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +197,7 @@ func TestServeHealthzAndSIGTERM(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://"+p.addr+"/sessions", nil)
+	ws, _, err := websocket.Dial(ctx, "ws://"+p.addr+"/sessions", bearer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +264,7 @@ func TestServeIdleSIGTERM(t *testing.T) {
 }
 
 func TestServeTokens(t *testing.T) {
-	const token = "serve-test-token-0123456789"
+	const token = "serve-test-other-token-0123456789"
 	p := startServe(t, cleanEnv("TETHER_AUTH_TOKEN="+token), "--cli", mockCLI(t, "text", 0))
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -261,20 +285,79 @@ func TestServeTokens(t *testing.T) {
 	}
 }
 
-// Refusals at start: beyond loopback without a token, the sandbox without
-// a token. Each exits 1 with a reason, and nothing listens.
+// Refusals at start: beyond loopback without a token (a generated one is
+// for this machine's hosts), an --agent-env entry with a value. Each says
+// why, and nothing listens.
 func TestServeRefusesInsecureStart(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"--addr", "0.0.0.0:0", "--sandbox", "off"}, "without a token"},
-		{[]string{"--addr", "127.0.0.1:0", "--sandbox", "on"}, "must authenticate"},
+		{[]string{"--addr", "0.0.0.0:0", "--sandbox", "off"}, 1, "without a token"},
+		{[]string{"--addr", "127.0.0.1:0", "--agent-env", "PATH,MY_KEY=s3cret"}, 2, `"MY_KEY=…" is not a name: --agent-env takes NAMES`},
 	} {
-		r := tether(t, t.TempDir(), "", cleanEnvOnly(), append([]string{"serve", "--data", filepath.Join(t.TempDir(), "d"), "--cli", "/bin/sh"}, tc.args...)...)
-		if r.code != 1 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "runner listening") {
+		dir := t.TempDir()
+		r := tether(t, dir, "", cleanEnvOnly(), append([]string{"serve", "--cli", "/bin/sh"}, tc.args...)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "runner listening") || strings.Contains(r.stderr, "s3cret") {
 			t.Errorf("serve %v: exit %d\n%s", tc.args, r.code, r.stderr)
 		}
+		if _, err := os.Stat(filepath.Join(dir, "tether-data", "auth-token")); err == nil {
+			t.Errorf("serve %v: generated a token before refusing", tc.args)
+		}
+	}
+}
+
+// serve's help gives the token rule and says --agent-env takes names.
+func TestServeHelp(t *testing.T) {
+	r := tether(t, t.TempDir(), "", nil, "serve", "--help")
+	for _, want := range []string{"at least 16 bytes", "--agent-env NAMES", "names, not NAME=value", "DATA/auth-token"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// With the defaults (sandbox on, ./tether-data) and no token, tether serve
+// starts: it generates a token in a 0600 file under the directory it was
+// started in and logs the file's absolute path, never the token. (Before,
+// it refused: the sandbox needed a token.)
+func TestServeDefaultsGenerateToken(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skipf("bubblewrap is not installed: %v", err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(tetherPath(), "serve", "--addr", "127.0.0.1:0", "--cli", mockCLI(t, "text", 0))
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), "XDG_RUNTIME_DIR="+t.TempDir())
+	p := watchServe(t, cmd)
+	path := filepath.Join(dir, "tether-data", "auth-token")
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v\n%s", err, p.log())
+	}
+	tok, _ := os.ReadFile(path)
+	if !strings.Contains(p.log(), "token_file="+path) || strings.Contains(p.log(), strings.TrimSpace(string(tok))) {
+		t.Fatalf("the log should name the file, never the token:\n%s", p.log())
+	}
+}
+
+// tether run --runner on the same machine finds the generated token; with
+// no record to find it by, the runner refuses it.
+func TestServeGeneratedTokenFoundByRun(t *testing.T) {
+	records := t.TempDir()
+	p := startServe(t, cleanEnv("TETHER_AUTH_TOKEN=", "XDG_RUNTIME_DIR="+records), "--cli", mockCLI(t, "text", 0))
+	url := "ws://" + p.addr + "/sessions"
+	r := tether(t, t.TempDir(), "", append(cleanEnvOnly(), "XDG_RUNTIME_DIR="+records), "run", "--runner", url, "--approve=allow", "hi")
+	if r.code != 0 || !strings.Contains(r.stdout, "Hello") {
+		t.Fatalf("run with the discovered token: exit %d\n%s\n%s\nrunner:\n%s", r.code, r.stdout, r.stderr, p.log())
+	}
+	r = tether(t, t.TempDir(), "", append(cleanEnvOnly(), "XDG_RUNTIME_DIR="+t.TempDir()), "run", "--runner", url, "--approve=allow", "hi")
+	if r.code != 1 || !strings.Contains(r.stderr, "refused the token") {
+		t.Fatalf("run without a record: exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(p.log(), `msg="connection refused"`) {
+		t.Fatalf("the refusal is not in the runner's log:\n%s", p.log())
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
+	"github.com/tetherhq/tether/runner/auth"
 )
 
 // conn is one host connection: at most one session.
@@ -46,6 +47,7 @@ func (c *conn) run(ctx context.Context) {
 	c.batch = init.HostControl && init.Batch && c.srv.turnOf(sess).isRelay()
 	c.batchBytes = minBatchBytes
 	c.log = c.log.With("session", sess.ID())
+	c.logOpened(ctx, sess, resumed)
 	detach := sess.Attach()
 	defer detach()
 	// From here the connection lives as long as its host and its session
@@ -90,6 +92,17 @@ func (c *conn) run(ctx context.Context) {
 		writeErr = <-written
 	}
 	c.close(readErr, writeErr)
+}
+
+// logOpened logs a host's session: which workspace, and which token by
+// its id (auth.IDFromContext), never the token.
+func (c *conn) logOpened(ctx context.Context, sess *runner.Session, resumed bool) {
+	token, _ := auth.IDFromContext(ctx)
+	msg := "session started"
+	if resumed {
+		msg = "session resumed"
+	}
+	c.log.Info(msg, "workspace", sess.WorkspaceID(), "token", token)
 }
 
 // close ends the connection the way it ended: normally after stop or the

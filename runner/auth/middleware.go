@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 )
 
@@ -10,18 +11,19 @@ type idKey struct{}
 
 // Middleware lets through requests that carry one of t's tokens, and
 // answers every other request 401 with "WWW-Authenticate: Bearer" and a
-// JSON error body. The token's id is in the request's context (see
-// IDFromContext). When t is Empty every request passes: RequireForAddr
-// keeps that to loopback listeners.
-func Middleware(t *Tokens, next http.Handler) http.Handler {
+// JSON error body; with t Empty, that is every request. The token's id is
+// in the request's context (see IDFromContext). log (nil: none) gets one
+// warning per refusal, with the remote address and why, never what the
+// request carried.
+func Middleware(t *Tokens, log *slog.Logger, next http.Handler) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if t.Empty() {
-			next.ServeHTTP(w, r)
-			return
-		}
 		id, ok := t.Check(r)
 		if !ok {
-			unauthorized(w, r)
+			msg := unauthorized(w, r)
+			log.Warn("connection refused", "status", http.StatusUnauthorized, "reason", msg, "remote", r.RemoteAddr, "path", r.URL.Path)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idKey{}, id)))
@@ -39,7 +41,8 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-func unauthorized(w http.ResponseWriter, r *http.Request) {
+// unauthorized answers 401 and returns the reason it gave.
+func unauthorized(w http.ResponseWriter, r *http.Request) string {
 	challenge := `Bearer realm="tether"`
 	msg := "missing bearer token"
 	if len(r.Header.Values("Authorization")) > 0 {
@@ -52,4 +55,5 @@ func unauthorized(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusUnauthorized)
 	_ = json.NewEncoder(w).Encode(errorBody{Error: "unauthorized", Message: msg})
+	return msg
 }

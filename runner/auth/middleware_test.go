@@ -1,7 +1,9 @@
 package auth_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,7 +18,7 @@ func serve(t *testing.T, toks *auth.Tokens, header ...string) (*httptest.Respons
 	t.Helper()
 	var seen string
 	reached := false
-	h := auth.Middleware(toks, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := auth.Middleware(toks, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached = true
 		seen, _ = auth.IDFromContext(r.Context())
 		w.WriteHeader(http.StatusNoContent)
@@ -72,19 +74,54 @@ func TestMiddlewareAccepts(t *testing.T) {
 	}
 }
 
-func TestMiddlewareEmptyPassesThrough(t *testing.T) {
+// With no token configured nothing passes: a runner always has one (it
+// generates one when none is configured).
+func TestMiddlewareEmptyRefuses(t *testing.T) {
 	empty := mustLoad(t, auth.LoadOptions{Getenv: env(nil)})
 	for _, toks := range []*auth.Tokens{empty, nil} {
-		rec, id, reached := serve(t, toks)
-		if !reached || rec.Code != http.StatusNoContent || id != "" {
-			t.Fatalf("code %d reached %v id %q", rec.Code, reached, id)
+		for _, header := range [][]string{nil, {"Bearer " + tokA}} {
+			rec, _, reached := serve(t, toks, header...)
+			if reached || rec.Code != http.StatusUnauthorized {
+				t.Fatalf("code %d reached %v", rec.Code, reached)
+			}
+		}
+	}
+}
+
+// A refusal is logged with the remote address and the reason, never with
+// what the request carried.
+func TestMiddlewareLogsRefusals(t *testing.T) {
+	toks := mustLoad(t, auth.LoadOptions{Getenv: env(nil), Tokens: []string{tokA}})
+	var logs bytes.Buffer
+	h := auth.Middleware(toks, slog.New(slog.NewTextHandler(&logs, nil)), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	for _, header := range [][]string{{"Bearer " + tokB}, nil, {"Bearer " + tokA}} {
+		r := request(header...)
+		r.RemoteAddr = "192.0.2.7:5555"
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 refusals logged, got:\n%s", logs.String())
+	}
+	for i, reason := range []string{"invalid bearer token", "missing bearer token"} {
+		for _, want := range []string{"level=WARN", `msg="connection refused"`, "status=401", "remote=192.0.2.7:5555", `reason="` + reason + `"`} {
+			if !strings.Contains(lines[i], want) {
+				t.Errorf("line %d lacks %s: %s", i, want, lines[i])
+			}
+		}
+	}
+	for _, tok := range []string{tokA, tokB} {
+		if strings.Contains(logs.String(), tok) {
+			t.Fatalf("the log quotes a token:\n%s", logs.String())
 		}
 	}
 }
 
 func TestMiddlewareOverHTTP(t *testing.T) {
 	toks := mustLoad(t, auth.LoadOptions{Getenv: env(nil), Tokens: []string{tokA}})
-	srv := httptest.NewServer(auth.Middleware(toks, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(auth.Middleware(toks, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("ok"))
 	})))
 	defer srv.Close()

@@ -390,7 +390,7 @@ func TestRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := startRunner(t, runnerOpts{scenario: "text", wrap: func(h http.Handler) http.Handler { return auth.Middleware(tokens, h) }})
+	tr := startRunner(t, runnerOpts{scenario: "text", wrap: func(h http.Handler) http.Handler { return auth.Middleware(tokens, nil, h) }})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := (&remote.Transport{URL: tr.url(), WorkspaceID: "w"}).Connect(ctx); !errors.Is(err, remote.ErrUnauthorized) {

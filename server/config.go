@@ -1,0 +1,94 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// ErrInvalidConfig matches a Config that Run refuses before it starts.
+var ErrInvalidConfig = errors.New("server: invalid configuration")
+
+// ConfigError is one field of a Config that cannot be used.
+type ConfigError struct {
+	Field  string // "AgentEnv", "DataDir"
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "server: " + e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// resolved is cfg with its defaults filled in and every path made
+// absolute, once, at start: the sandbox takes only absolute paths, and a
+// path must not change meaning if anything later runs in another
+// directory. A bare CLI name ("claude") stays a name, looked up on PATH.
+func (cfg Config) resolved() (Config, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if cfg.DataDir == "" {
+		return cfg, &ConfigError{Field: "DataDir", Reason: "is required"}
+	}
+	if cfg.WorkspaceRoot == "" {
+		cfg.WorkspaceRoot = filepath.Join(cfg.DataDir, "workspaces")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return cfg, &ConfigError{Field: "TLSCert", Reason: "a TLS certificate and key go together (--tls-cert, --tls-key)"}
+	}
+	if err := checkAgentEnv(cfg.AgentEnv); err != nil {
+		return cfg, err
+	}
+	paths := []pathField{
+		{"DataDir", &cfg.DataDir}, {"WorkspaceRoot", &cfg.WorkspaceRoot},
+		{"TLSCert", &cfg.TLSCert}, {"TLSKey", &cfg.TLSKey},
+		{"Auth.File", &cfg.Auth.File}, {"RecordDir", &cfg.RecordDir},
+	}
+	if strings.Contains(cfg.CLIPath, "/") {
+		paths = append(paths, pathField{"CLIPath", &cfg.CLIPath})
+	}
+	for _, f := range paths {
+		if err := f.makeAbs(); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// pathField is a path of a Config, by name.
+type pathField struct {
+	name string
+	p    *string
+}
+
+func (f pathField) makeAbs() error {
+	if *f.p == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(*f.p)
+	if err != nil {
+		return &ConfigError{Field: f.name, Reason: err.Error()}
+	}
+	*f.p = abs
+	return nil
+}
+
+// checkAgentEnv refuses entries that are not variable names: AgentEnv
+// names variables of the runner's own environment, and an entry such as
+// "FOO=bar" would otherwise be a name no variable has, silently.
+func checkAgentEnv(names []string) error {
+	for _, n := range names {
+		if k, _, ok := strings.Cut(n, "="); ok {
+			// The value may be a secret: the error shows the name alone.
+			return &ConfigError{Field: "AgentEnv", Reason: fmt.Sprintf(
+				"%q is not a name: --agent-env takes NAMES of the runner's own environment variables, not NAME=value (set %s in the runner's environment, then pass --agent-env %s)",
+				k+"=…", k, k)}
+		}
+		if n == "" {
+			return &ConfigError{Field: "AgentEnv", Reason: "an empty name"}
+		}
+	}
+	return nil
+}
