@@ -88,7 +88,7 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.BoolVar(&f.mock, "mock", false, "use the built-in mock agent (no CLI or API key needed)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log the CLI's stderr and skipped output lines to stderr")
 	fl.StringVar(&f.runner, "runner", "", "run on a runner at `URL` (ws://host:7420/sessions) instead of locally")
-	fl.StringVar(&f.runnerToken, "runner-token", "", "bearer `TOKEN` for --runner (default: $TETHER_AUTH_TOKEN)")
+	fl.StringVar(&f.runnerToken, "runner-token", "", "bearer `TOKEN` for --runner (default: $TETHER_AUTH_TOKEN, then the token a runner on this machine generated)")
 	fl.StringVar(&f.workspace, "workspace", "default", "runner-side workspace `ID` for --runner")
 }
 
