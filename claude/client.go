@@ -37,6 +37,10 @@ type Client struct {
 	readerDone chan struct{}
 	dead       chan struct{} // closed when the CLI's output ended
 	deadErr    error         // why; set before dead closes
+	// exitErr is how the process ended when it ended abnormally, kept
+	// even where deadErr is nil because a failed result said why: a
+	// request still waiting (initialize) reports the status and stderr.
+	exitErr error
 
 	idMu    sync.Mutex
 	ids     cc.RequestIDs
@@ -254,6 +258,9 @@ func (c *Client) reportLineError(err error) {
 // finish records why the output ended and wakes everyone waiting on it.
 func (c *Client) finish(err error) {
 	var exit *transport.ExitError
+	if errors.As(err, &exit) {
+		c.exitErr = exit
+	}
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, transport.ErrClosed), errors.Is(err, context.Canceled):
 		err = nil

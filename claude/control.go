@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	cc "github.com/tetherhq/tether/protocol/claudecode"
@@ -43,12 +44,35 @@ func (c *Client) control(ctx context.Context, req cc.OutboundRequest, timeout ti
 	}
 }
 
+// exitedDuring is the error of a request the CLI ended before answering:
+// it matches ErrProcessExited and carries why (the *ProcessError with
+// exit status and stderr tail), said once, with one "claude:" prefix.
 func (c *Client) exitedDuring(subtype string) error {
-	if c.deadErr != nil {
-		return fmt.Errorf("claude: %s: %w: %w", subtype, ErrProcessExited, c.deadErr)
+	cause := c.deadErr
+	if cause == nil {
+		cause = c.exitErr
 	}
-	return fmt.Errorf("claude: %s: %w", subtype, ErrProcessExited)
+	return &RequestEndedError{Subtype: subtype, Cause: cause}
 }
+
+// RequestEndedError is a control request (initialize, say) whose answer
+// never came because the CLI's output ended: Cause is why (a
+// *ProcessError with the exit status and the last stderr lines), or nil
+// for a CLI that exited 0. It matches ErrProcessExited.
+type RequestEndedError struct {
+	Subtype string
+	Cause   error
+}
+
+func (e *RequestEndedError) Error() string {
+	if e.Cause == nil {
+		return fmt.Sprintf("claude: %s: the CLI process ended before answering", e.Subtype)
+	}
+	return fmt.Sprintf("claude: %s: %s", e.Subtype, strings.TrimPrefix(e.Cause.Error(), "claude: "))
+}
+
+func (e *RequestEndedError) Is(target error) bool { return target == ErrProcessExited }
+func (e *RequestEndedError) Unwrap() error        { return e.Cause }
 
 // writeErr prefers the reason the CLI went away over a bare pipe error.
 func (c *Client) writeErr(err error) error {

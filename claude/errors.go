@@ -3,6 +3,7 @@ package claude
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,32 +70,65 @@ func (e *ControlTimeoutError) Is(target error) bool {
 	return target == ErrControlTimeout || (e.Subtype == "initialize" && target == ErrInitializeTimeout)
 }
 
-// ResultError describes a result with is_error set.
+// ResultError describes a result with is_error set that is not an API
+// error (those are *APIError): max turns, budget, an error during
+// execution.
 type ResultError struct {
-	Subtype        string
-	Message        string
-	APIErrorStatus int
+	Subtype string
+	Message string
 }
 
 func (e *ResultError) Error() string {
-	if e.APIErrorStatus != 0 {
-		return fmt.Sprintf("claude: turn failed (%s, API status %d): %s", e.Subtype, e.APIErrorStatus, e.Message)
-	}
 	return fmt.Sprintf("claude: turn failed (%s): %s", e.Subtype, e.Message)
 }
 
-// ResultErr returns a *ResultError for a failed result, nil otherwise.
+// ErrAPI matches an *APIError.
+var ErrAPI = errors.New("claude: the model API answered an error")
+
+// APIError is a turn the model API failed: the CLI ends it with an error
+// result whose subtype still says "success" and whose text is the API's
+// answer ("API Error: 529 Overloaded"). Status is the HTTP status; Message
+// is the API's own words. The CLI has already retried what it retries.
+type APIError struct {
+	Status  int
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("claude: model API error %d: %s", e.Status, e.Message)
+}
+
+func (e *APIError) Is(target error) bool { return target == ErrAPI }
+
+// AsAPIError returns the API error a failed result reports, or nil.
+func AsAPIError(r *ResultMessage) *APIError {
+	if r == nil || !r.IsError || r.APIErrorStatus == nil || *r.APIErrorStatus == 0 {
+		return nil
+	}
+	status := *r.APIErrorStatus
+	msg := strings.TrimSpace(r.Result)
+	// "API Error: 400 fake invalid_request_error": the status is in the
+	// field already.
+	msg = strings.TrimPrefix(msg, "API Error:")
+	msg = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(msg), strconv.Itoa(status)))
+	if msg == "" {
+		msg = strings.Join(r.Errors, "; ")
+	}
+	return &APIError{Status: status, Message: msg}
+}
+
+// ResultErr returns the error a failed result reports, nil otherwise: an
+// *APIError when the model API failed the turn, else a *ResultError.
 func ResultErr(r *ResultMessage) error {
 	if r == nil || !r.IsError {
 		return nil
+	}
+	if e := AsAPIError(r); e != nil {
+		return e
 	}
 	msg := r.Result
 	if msg == "" {
 		msg = strings.Join(r.Errors, "; ")
 	}
-	e := &ResultError{Subtype: r.Subtype, Message: msg}
-	if r.APIErrorStatus != nil {
-		e.APIErrorStatus = *r.APIErrorStatus
-	}
-	return e
+	return &ResultError{Subtype: r.Subtype, Message: msg}
 }

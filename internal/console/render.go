@@ -189,8 +189,13 @@ func wasInterrupted(r *claude.ResultMessage, requested bool) bool {
 	return r.IsError && (requested || strings.HasPrefix(r.TerminalReason, "aborted"))
 }
 
-// failure says why a turn failed, in one short line.
+// failure says why a turn failed, in one short line. An API error says
+// so with its status: its result's subtype reads "success".
 func failure(r *claude.ResultMessage) string {
+	if e := claude.AsAPIError(r); e != nil {
+		line, _ := firstLine(e.Message, clipSummary)
+		return fmt.Sprintf("API error %d: %s", e.Status, line)
+	}
 	msg := r.Result
 	if msg == "" {
 		msg = strings.Join(r.Errors, "; ")

@@ -104,3 +104,13 @@ func TestSubagentShowsOnlyToolLines(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// An API error's result says subtype "success": the summary names the
+// API error and its status instead.
+func TestAPIErrorSummary(t *testing.T) {
+	res := parse(t, `{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: 529 Overloaded","api_error_status":529,"session_id":"s-1","usage":{}}`).(*claude.ResultMessage)
+	got := summaryLine(res, false, time.Second, style{})
+	if want := "✗ API error 529: Overloaded · 1 turn"; !strings.HasPrefix(got, want) {
+		t.Errorf("summary\n got %q\nwant %q…", got, want)
+	}
+}

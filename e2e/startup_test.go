@@ -1,0 +1,55 @@
+package e2e
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/internal/console"
+)
+
+// A CLI that exits during initialize says why: the exit status and its
+// last stderr lines, with "claude:" said once. The real CLI's answer to
+// an unknown --resume id is an error result, then exit 1.
+func TestRealCLIStartupFailureSaysWhy(t *testing.T) {
+	timed(t)
+	opts, _ := localTarget(t).opts(t)
+	opts.Resume = "5b6a3f0e-3c1d-4a8e-9f7b-2d1c0e9a8b7c"
+	c, err := claude.Connect(testCtx(t), opts)
+	if err == nil {
+		c.Close()
+		t.Fatal("Connect resumed a session that does not exist")
+	}
+	var exit *claude.ProcessError
+	if !errors.As(err, &exit) || exit.Code != 1 || !errors.Is(err, claude.ErrProcessExited) {
+		t.Fatalf("err = %v (%#v), want a *ProcessError with exit code 1", err, err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "No conversation found with session ID: "+opts.Resume) ||
+		!strings.Contains(msg, "exited with code 1") || strings.Count(msg, "claude:") != 1 {
+		t.Errorf("err = %q", msg)
+	}
+}
+
+// A turn the model API fails is an API error with its status and message,
+// in the SDK and in what `tether run` prints.
+func TestRealCLIAPIErrorIsTyped(t *testing.T) {
+	timed(t)
+	tg := localTarget(t)
+	opts, _ := tg.opts(t)
+	_, err := claude.FinalResult(claude.Query(testCtx(t), "ERROR_400", opts))
+	var api *claude.APIError
+	if !errors.As(err, &api) || api.Status != 400 || !strings.Contains(api.Message, "invalid_request_error") {
+		t.Fatalf("err = %v (%#v), want an *APIError 400", err, err)
+	}
+	var out, errOut syncBuffer
+	opts, _ = tg.opts(t)
+	cfg := console.Config{Options: opts, Prompt: "ERROR_400", Out: &out, Err: &errOut, Approve: console.ApproveDeny}
+	if code := console.Run(testCtx(t), cfg); code != console.ExitFailed {
+		t.Errorf("exit %d, want %d", code, console.ExitFailed)
+	}
+	if got := out.String(); !strings.Contains(got, "✗ API error 400: ") || strings.Contains(got, "success") {
+		t.Errorf("tether run printed:\n%s", got)
+	}
+}
