@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,8 +27,41 @@ func TestRealCLIStartupFailureSaysWhy(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Code != 1 || !errors.Is(err, claude.ErrProcessExited) {
 		t.Fatalf("err = %v (%#v), want a *ProcessError with exit code 1", err, err)
 	}
+	saysWhy(t, err, opts.Resume)
+}
+
+// Through a runner: a session the runner knows whose conversation the CLI
+// lost (its home was wiped) is refused with the CLI's own reason.
+func TestRealCLIRunnerStartupFailureSaysWhy(t *testing.T) {
+	timed(t)
+	tr := startRunner(t, true)
+	opts, _ := runnerTarget(tr).opts(t)
+	first, err := claude.FinalResult(claude.Query(testCtx(t), "SAY hello", opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(tr.HomeDir(opts.Runner.WorkspaceID), ".claude", "projects")); err != nil {
+		t.Fatal(err)
+	}
+	opts.Resume = first.SessionID
+	c, err := claude.Connect(testCtx(t), opts)
+	if err == nil {
+		c.Close()
+		t.Fatal("Connect resumed a conversation the CLI no longer has")
+	}
+	if !errors.Is(err, claude.ErrProcessExited) {
+		t.Errorf("err = %#v, want one matching ErrProcessExited", err)
+	}
+	saysWhy(t, err, opts.Resume)
+}
+
+// saysWhy checks a start-up failure names the exit status and the CLI's
+// stderr, with "claude:" said once.
+func saysWhy(t *testing.T, err error, id string) {
+	t.Helper()
 	msg := err.Error()
-	if !strings.Contains(msg, "No conversation found with session ID: "+opts.Resume) ||
+	t.Logf("err: %s", msg)
+	if !strings.Contains(msg, "No conversation found with session ID: "+id) ||
 		!strings.Contains(msg, "exited with code 1") || strings.Count(msg, "claude:") != 1 {
 		t.Errorf("err = %q", msg)
 	}
