@@ -78,18 +78,23 @@ type Totals struct {
 // Connect starts (or reaches) the CLI and completes the initialize
 // handshake. ctx bounds the connection and the handshake.
 func Connect(ctx context.Context, opts Options) (*Client, error) {
-	tr, err := opts.transport()
-	if err != nil {
+	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if err := opts.validate(); err != nil {
+	id := opts.pinSessionID()
+	tr, err := opts.transport()
+	if err != nil {
 		return nil, err
 	}
 	conn, err := tr.Connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claude: connect: %w", err)
 	}
+	if r, ok := conn.(interface{ SessionID() string }); ok && r.SessionID() != "" {
+		id = r.SessionID() // a runner's ready frame names the session
+	}
 	c := newClient(opts, conn)
+	c.sessionID = id
 	if err := c.initialize(ctx); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -337,8 +342,11 @@ func (c *Client) HasLiveTasks() bool {
 	return len(c.liveTasks) > 0
 }
 
-// SessionID is the CLI's session id, known once the first message that
-// carries it has been received.
+// SessionID is the session's id, known when Connect returns: the id
+// given (Options.SessionID), the one resumed (Options.Resume, unless
+// ForkSession), the runner's, or one the SDK chose and passed to the CLI.
+// Only with Options.Continue, ExtraArgs that pick the session, or a
+// custom Transport is it empty until the first message that carries it.
 func (c *Client) SessionID() string {
 	c.state.Lock()
 	defer c.state.Unlock()

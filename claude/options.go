@@ -2,8 +2,11 @@ package claude
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,4 +142,43 @@ func (o *Options) logger() *slog.Logger {
 // which case stdin must stay open until the work is done.
 func (o *Options) hasCallbacks() bool {
 	return o.CanUseTool != nil || len(o.Hooks) > 0 || len(o.SDKMCPServers) > 0
+}
+
+// pinSessionID returns the session id known before the CLI starts and,
+// for a new local session (or a fork) that has none, chooses one and
+// sets SessionID so the CLI uses it: hosts can file the session away
+// before its first message.
+func (o *Options) pinSessionID() string {
+	switch {
+	case o.SessionID != "":
+		return o.SessionID
+	case o.Resume != "" && !o.ForkSession:
+		return o.Resume
+	case o.Transport != nil || o.Runner != nil || o.Continue || picksSession(o.ExtraArgs):
+		return ""
+	}
+	o.SessionID = newSessionID()
+	return o.SessionID
+}
+
+// picksSession reports whether extra CLI arguments choose the session.
+func picksSession(args []string) bool {
+	for _, a := range args {
+		flag, _, _ := strings.Cut(a, "=")
+		switch flag {
+		case "--session-id", "--resume", "-r", "--continue", "-c":
+			return true
+		}
+	}
+	return false
+}
+
+// newSessionID is a random (version 4) UUID, the form --session-id takes.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
