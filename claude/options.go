@@ -38,7 +38,9 @@ type Thinking struct {
 type Options struct {
 	// CLIPath is the claude executable; empty means discover it.
 	CLIPath string
-	// Cwd is the directory the CLI works in.
+	// Cwd is the directory the CLI works in. With a runner it is a
+	// directory relative to the session's workspace ("src/app"), which
+	// must exist there; an absolute path is refused.
 	Cwd string
 	// Env is added to the inherited environment (CLAUDECODE is always
 	// removed so the CLI can run under another Claude Code session).
@@ -101,7 +103,9 @@ type Options struct {
 	// Hooks maps a hook event (cc.HookPreToolUse, …) to matchers.
 	Hooks map[string][]HookMatcher
 
-	// Stderr receives each stderr line of the CLI.
+	// Stderr receives each stderr line of the CLI. With a runner the
+	// CLI's stderr stays in the runner's log; start-up failures still
+	// carry its last lines in their error.
 	Stderr func(line string)
 	// OnLineError receives lines that were skipped: too long, not JSON.
 	// The default logs them as warnings on Logger, or on slog.Default()
@@ -120,6 +124,8 @@ type Options struct {
 	Logger        *slog.Logger
 
 	// Runner runs the session on a runner instead of a local process.
+	// Options the runner decides (CLIPath, Env, settings, …) are refused
+	// with the reason; see RunnerOptions.
 	Runner *RunnerOptions
 
 	// Transport replaces the local process (a test pipe, a custom

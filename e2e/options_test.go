@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +40,27 @@ func TestRunnerOptionsRefused(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
+	}
+}
+
+// A refusal says why, and what to do instead where there is something.
+func TestRunnerOptionsRefusedSayWhy(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*claude.Options)
+		want string
+	}{
+		{func(o *claude.Options) { o.Cwd = "/home/me/project" }, `Cwd "/home/me/project" is a path on this machine; with a runner, Cwd is a directory relative to the session's workspace`},
+		{func(o *claude.Options) { o.Cwd = "../other" }, `Cwd "../other" is a path on this machine`},
+		{func(o *claude.Options) { o.CLIPath = "/usr/bin/claude" }, "CLIPath cannot be used with a runner: the runner runs its own claude executable (tether serve --cli)"},
+		{func(o *claude.Options) { o.Env = map[string]string{"A": "b"} }, "Env cannot be used with a runner: the agent's environment is the runner's"},
+	} {
+		opts := claude.Options{Runner: &claude.RunnerOptions{URL: "ws://127.0.0.1:1/sessions", WorkspaceID: "w"}}
+		tc.set(&opts)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := claude.Connect(ctx, opts)
+		cancel()
+		if !errors.Is(err, claude.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v\nwant it to say %q", err, tc.want)
+		}
 	}
 }

@@ -74,7 +74,7 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.StringVar(&f.model, "model", "", "the `MODEL` (sonnet, opus, or a full model name)")
 	fl.StringVar(&f.resume, "resume", "", "resume the session with this `ID`")
 	fl.BoolVar(&f.continueLast, "continue", false, "continue the most recent session in the working directory")
-	fl.StringVar(&f.cwd, "cwd", "", "the agent's working `DIR` (default: the current directory)")
+	fl.StringVar(&f.cwd, "cwd", "", "the agent's working `DIR` (default: the current directory; with --runner, a directory inside the workspace, relative to it)")
 	fl.StringVar(&f.permissionMode, "permission-mode", "", "`MODE`: default, acceptEdits, plan, bypassPermissions, dontAsk or auto")
 	fl.StringSliceVar(&f.allowedTools, "allowed-tools", nil, "comma-separated `TOOLS` allowed without asking")
 	fl.StringSliceVar(&f.disallowedTools, "disallowed-tools", nil, "comma-separated `TOOLS` the agent may not use")

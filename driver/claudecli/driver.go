@@ -82,7 +82,11 @@ func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent
 	if err != nil {
 		return nil, err
 	}
-	opts := claude.Options{Cwd: spec.Workspace, ReplaceEnv: true, Env: d.env(spec.Home), Logger: d.cfg.Logger,
+	dir, err := workingDir(spec.Workspace, o.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	opts := claude.Options{Cwd: dir, ReplaceEnv: true, Env: d.env(spec.Home), Logger: d.cfg.Logger,
 		InitializeTimeout: d.cfg.InitializeTimeout, ShutdownGrace: d.cfg.ShutdownGrace}
 	apply(o, &opts, spec.Workspace)
 	// No settings or MCP configuration from files: the agent can write its
@@ -156,7 +160,7 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := &transport.Command{Path: d.cliPath, Args: args, Env: opts.CommandEnv(), Dir: spec.Workspace,
+	cmd := &transport.Command{Path: d.cliPath, Args: args, Env: opts.CommandEnv(), Dir: opts.Cwd,
 		ExitGrace: d.cfg.ShutdownGrace, Logger: d.cfg.Logger, Stderr: d.stderr(spec.SessionID), Launcher: &d.launcher}
 	if d.cfg.Sandbox == nil {
 		return cmd, nil, nil
@@ -164,7 +168,7 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 	// The sandbox's environment is the whole of the CLI's: the runner's
 	// allowed variables plus what the SDK sets (entrypoint, SDK version).
 	policy := &sandbox.Policy{
-		Workspace: spec.Workspace, Home: spec.Home, Hide: d.cfg.Sandbox.Hide,
+		Workspace: spec.Workspace, Dir: opts.Cwd, Home: spec.Home, Hide: d.cfg.Sandbox.Hide,
 		ReadOnly: cliDirs(d.cliPath), Env: envMap(cmd.Env), Network: true,
 	}
 	path, wrapped, env, err := policy.Wrap(d.cliPath, args)

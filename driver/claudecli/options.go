@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -43,6 +44,9 @@ func ParseOptions(raw json.RawMessage) (SessionOptions, error) {
 	}
 	if o.MaxTurns < 0 || o.MaxBudgetUSD < 0 {
 		return o, fmt.Errorf("%w: limits must not be negative", ErrInvalidOptions)
+	}
+	if o.Cwd != "" && !filepath.IsLocal(o.Cwd) {
+		return o, fmt.Errorf("%w: cwd %q is not a directory inside the workspace (give a relative path such as \"src/app\")", ErrInvalidOptions, o.Cwd)
 	}
 	for _, d := range o.AddDirs {
 		if filepath.IsAbs(d) || !filepath.IsLocal(d) {
@@ -87,4 +91,28 @@ func apply(o SessionOptions, opts *claude.Options, workspace string) {
 	for _, d := range o.AddDirs {
 		opts.AddDirs = append(opts.AddDirs, filepath.Join(workspace, d))
 	}
+}
+
+// workingDir is the directory the agent starts in: the workspace, or the
+// existing directory cwd names inside it (symlinks resolved, so a link
+// cannot lead the agent out).
+func workingDir(workspace, cwd string) (string, error) {
+	if cwd == "" {
+		return workspace, nil
+	}
+	ws, err := filepath.EvalSymlinks(workspace)
+	if err != nil {
+		return "", err
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(ws, cwd))
+	if err != nil {
+		return "", fmt.Errorf("%w: cwd %q: no such directory in the workspace", ErrInvalidOptions, cwd)
+	}
+	if rel, err := filepath.Rel(ws, dir); err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%w: cwd %q leads outside the workspace", ErrInvalidOptions, cwd)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%w: cwd %q is not a directory", ErrInvalidOptions, cwd)
+	}
+	return dir, nil
 }

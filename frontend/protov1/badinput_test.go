@@ -182,6 +182,7 @@ func TestRefusedInits(t *testing.T) {
 		`{"unknown_key":1}`, `{"extra_args":["--dangerously-skip-permissions"]}`, `{"add_dirs":["../.."]}`,
 		`{"add_dirs":["/etc"]}`, `{"model":"--settings=/etc/passwd"}`, `{"permission_mode":"yolo"}`,
 		`{"max_turns":-1}`, `{"model":7}`, `{"tool_network":true,"model":"x","zzz":0}`,
+		`{"cwd":"../w"}`, `{"cwd":"no-such-dir"}`,
 	} {
 		t.Run("opts "+opts, func(t *testing.T) {
 			refuse(t, `{"type":"init","protocol_version":1,"workspace_id":"w","session_opts":`+opts+`}`, "invalid_session_opts")

@@ -2,8 +2,8 @@ package claudecode
 
 // SessionOptions are the options a host may give a runner for a Claude Code
 // session: protocol v1's session_opts. Anything else (a CLI path, an
-// environment, a working directory, settings files, extra arguments) is the
-// runner's to decide, and a runner refuses it.
+// environment, settings files, extra arguments) is the runner's to decide,
+// and a runner refuses it.
 type SessionOptions struct {
 	Model                  string                     `json:"model,omitempty"`
 	FallbackModel          string                     `json:"fallback_model,omitempty"`
@@ -19,6 +19,9 @@ type SessionOptions struct {
 	Effort                 string                     `json:"effort,omitempty"`
 	Betas                  []string                   `json:"betas,omitempty"`
 	Agents                 map[string]AgentDefinition `json:"agents,omitempty"`
+	// Cwd is the directory the agent works in, relative to the workspace
+	// and inside it; it must exist. Empty means the workspace itself.
+	Cwd string `json:"cwd,omitempty"`
 	// AddDirs are extra directories, relative to the workspace and inside it.
 	AddDirs []string `json:"add_dirs,omitempty"`
 	// ToolNetwork asks for network in the agent's Bash commands, if the

@@ -33,6 +33,21 @@ echo scratch > /tmp/scratch; cat /tmp/scratch`)
 	}
 }
 
+// Dir is where the agent starts; the whole workspace stays its to write.
+func TestWorkingDirInsideWorkspace(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	p := f.policy()
+	p.Dir = filepath.Join(f.ws, "src")
+	if err := os.Mkdir(p.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := sh(t, p, `pwd; echo up > ../up.txt && cat ../up.txt`)
+	if want := p.Dir + "\nup\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("exit %d\nstdout %q\nwant   %q\nstderr %s", r.code, r.stdout, want, r.stderr)
+	}
+}
+
 func TestWritesOutsideFail(t *testing.T) {
 	requireBwrap(t)
 	f := newFixture(t)

@@ -24,8 +24,11 @@ const (
 // Policy is what one agent process may see and do.
 type Policy struct {
 	// Workspace is bound read-write at the same path and is the working
-	// directory.
+	// directory unless Dir names another.
 	Workspace string
+	// Dir is the working directory, inside Workspace; empty means
+	// Workspace.
+	Dir string
 	// Home is the agent's private home, bound read-write at the same path;
 	// it becomes $HOME.
 	Home string

@@ -78,6 +78,11 @@ func TestWrapRejects(t *testing.T) {
 		"hidden executable": func(p *sandbox.Policy) (string, error) { return hiddenExe, nil },
 		"exe in tmp":        func(p *sandbox.Policy) (string, error) { return "/tmp/agent", nil },
 		"relative exe":      func(p *sandbox.Policy) (string, error) { return "bin/agent", nil },
+		"dir outside workspace": func(p *sandbox.Policy) (string, error) {
+			p.Dir = f.home
+			return "/bin/true", nil
+		},
+		"missing dir": func(p *sandbox.Policy) (string, error) { p.Dir = f.ws + "/nope"; return "/bin/true", nil },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -32,7 +32,7 @@ func depth(path string) int { return strings.Count(path, "/") }
 //	      --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
 //	      <Hide: --tmpfs, ReadOnly: --ro-bind, Workspace and Home: --bind, shallowest first>
 //	      <each Hide: --remount-ro>
-//	      --chdir Workspace [--setenv LD_… …] -- path args…
+//	      --chdir Dir [--setenv LD_… …] -- path args…
 func (p Policy) Wrap(path string, args []string) (wrappedPath string, wrappedArgs []string, env []string, err error) {
 	bwrap, err := p.bwrap()
 	if err != nil {
@@ -43,6 +43,10 @@ func (p Policy) Wrap(path string, args []string) (wrappedPath string, wrappedArg
 		return "", nil, nil, err
 	}
 	home, err := cleanDir("Home", p.Home)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	dir, err := workDir(ws, p.Dir)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -98,7 +102,7 @@ func (p Policy) Wrap(path string, args []string) (wrappedPath string, wrappedArg
 			a = append(a, "--remount-ro", m.path)
 		}
 	}
-	a = append(a, "--chdir", ws)
+	a = append(a, "--chdir", dir)
 	for i := 0; i < len(loader); i += 2 {
 		a = append(a, "--setenv", loader[i], loader[i+1])
 	}
@@ -143,4 +147,20 @@ func checkVisible(path string, mounts []mount) error {
 		}
 	}
 	return nil
+}
+
+// workDir checks that dir (default: the workspace ws) is a directory
+// inside ws, symlinks resolved.
+func workDir(ws, dir string) (string, error) {
+	if dir == "" {
+		return ws, nil
+	}
+	d, err := cleanDir("Dir", dir)
+	if err != nil {
+		return "", err
+	}
+	if !within(d, ws) {
+		return "", &PolicyError{Field: "Dir", Reason: fmt.Sprintf("%q is outside the workspace", dir)}
+	}
+	return d, nil
 }
