@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/internal/console"
+	"github.com/tetherhq/tether/internal/testenv"
 )
 
 // What `tether run --approve=deny` denies, with the real CLI: only the calls
@@ -27,7 +28,7 @@ func TestRealCLIApproveDenyAndAskEveryTool(t *testing.T) {
 			t.Run(label, func(t *testing.T) {
 				timed(t)
 				opts, _ := tg.opts(t)
-				var out, errOut syncBuffer
+				var out, errOut testenv.SyncBuffer
 				cfg := console.Config{Options: opts, Prompt: bashPrompt("echo deny-probe"), Out: &out, Err: &errOut,
 					Approve: console.ApproveDeny, AskEveryTool: every}
 				if code := console.Run(testCtx(t), cfg); code != console.ExitOK {

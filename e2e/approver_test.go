@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/console"
+	"github.com/tetherhq/tether/internal/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 	"github.com/tetherhq/tether/runner/sandbox"
 )
@@ -167,7 +168,7 @@ func TestRealCLIRunnerApproverSeesModelInput(t *testing.T) {
 		timed(t)
 		opts, _ := relayOpts(tr)
 		opts.AllowedTools, opts.PermissionMode = nil, claude.PermissionDefault
-		var out, errOut syncBuffer
+		var out, errOut testenv.SyncBuffer
 		cfg := console.Config{Options: opts, Prompt: bashPrompt(probeCommand), Out: &out, Err: &errOut,
 			In: strings.NewReader("n\n"), InTerminal: true, Approve: console.ApproveAsk}
 		code := console.Run(testCtx(t), cfg)

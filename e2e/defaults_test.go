@@ -129,13 +129,13 @@ var listeningRE = regexp.MustCompile(`msg="runner listening" addr=(\S+)`)
 // addrWatcher keeps a runner's stderr and hands over the address of its
 // "runner listening" line once.
 type addrWatcher struct {
-	syncBuffer
+	testenv.SyncBuffer
 	once sync.Once
 	addr chan string
 }
 
 func (w *addrWatcher) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.SyncBuffer.Write(p)
 	if m := listeningRE.FindStringSubmatch(w.String()); m != nil {
 		w.once.Do(func() { w.addr <- m[1] })
 	}

@@ -164,7 +164,7 @@ func (o orphanArgs) assertGone(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		left := append(pidsWithArg(o.setsid), pidsWithArg(o.child)...)
+		left := append(testenv.PIDsWithArg(o.setsid), testenv.PIDsWithArg(o.child)...)
 		if len(left) == 0 {
 			return
 		}
@@ -189,12 +189,12 @@ func killCLIUnder(t *testing.T, cli string, o orphanArgs) time.Time {
 	deadline := time.Now().Add(60 * time.Second)
 	var child []int
 	for {
-		child = pidsWithArg(o.child)
-		if len(child) == 1 && len(pidsWithArg(o.setsid)) == 1 {
+		child = testenv.PIDsWithArg(o.child)
+		if len(child) == 1 && len(testenv.PIDsWithArg(o.setsid)) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the Bash command's children never ran (child %v, setsid %v)", child, pidsWithArg(o.setsid))
+			t.Fatalf("the Bash command's children never ran (child %v, setsid %v)", child, testenv.PIDsWithArg(o.setsid))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -208,29 +208,6 @@ func killCLIUnder(t *testing.T, cli string, o orphanArgs) time.Time {
 	}
 	t.Fatalf("no ancestor of pid %d runs %s", child[0], exe)
 	return time.Time{}
-}
-
-// pidsWithArg lists the live processes with arg among their arguments.
-func pidsWithArg(arg string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue // gone, or a zombie's (empty) command line
-		}
-		for a := range bytes.SplitSeq(cmdline, []byte{0}) {
-			if string(a) == arg {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // parentOf is pid's parent, or 0 once it is gone.

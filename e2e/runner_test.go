@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,7 +33,7 @@ type testRunner struct {
 	Data    string // the runner's data directory (event log, homes)
 	Fake    *fakeanthropic.Server
 	Sandbox bool
-	logs    *syncBuffer
+	logs    *testenv.SyncBuffer
 }
 
 // agentEnvPrefixes are the variables server.Run forwards to agents by
@@ -81,7 +80,7 @@ func startRunnerEnv(t *testing.T, withSandbox bool, extraEnv map[string]string) 
 		t.Setenv(k, v)
 	}
 	tr := &testRunner{Token: randomToken(), Root: filepath.Join(base, "workspaces"), Data: filepath.Join(base, "data"),
-		Fake: fake, Sandbox: withSandbox, logs: &syncBuffer{}}
+		Fake: fake, Sandbox: withSandbox, logs: &testenv.SyncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -156,24 +155,6 @@ func requireBwrap(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncBuffer collects the runner's log; it is printed when a test fails.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // listener is a TCP listener on loopback that counts the connections it

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/console"
+	"github.com/tetherhq/tether/internal/testenv"
 )
 
 // A CLI that exits during initialize says why: the exit status and its
@@ -78,7 +79,7 @@ func TestRealCLIAPIErrorIsTyped(t *testing.T) {
 	if !errors.As(err, &api) || api.Status != 400 || !strings.Contains(api.Message, "invalid_request_error") {
 		t.Fatalf("err = %v (%#v), want an *APIError 400", err, err)
 	}
-	var out, errOut syncBuffer
+	var out, errOut testenv.SyncBuffer
 	opts, _ = tg.opts(t)
 	cfg := console.Config{Options: opts, Prompt: "ERROR_400", Out: &out, Err: &errOut, Approve: console.ApproveDeny}
 	if code := console.Run(testCtx(t), cfg); code != console.ExitFailed {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/testenv"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/server"
 )
@@ -45,7 +45,7 @@ type running struct {
 	cfg    server.Config // as given to Run
 	cancel context.CancelFunc
 	done   chan error
-	logs   *syncBuffer
+	logs   *testenv.SyncBuffer
 }
 
 // serve runs the server with the mock CLI (this test binary) as its agent.
@@ -83,7 +83,7 @@ func serveMock(t *testing.T, mock map[string]string, cfg server.Config) *running
 	if cfg.RecordDir == "" {
 		cfg.RecordDir = filepath.Join(dir, "records")
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}
@@ -128,24 +128,6 @@ func (r *running) generated() string {
 		r.t.Fatalf("generated token: %v", err)
 	}
 	return strings.TrimSpace(string(data))
-}
-
-// syncBuffer collects a runner's log.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // dial opens a WebSocket with token ("" for none).

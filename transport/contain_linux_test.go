@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/internal/contain"
+	"github.com/tetherhq/tether/internal/testenv"
 )
 
 // escapees is an agent that leaves processes behind in every way a Bash
@@ -75,33 +76,10 @@ setsid -f sh -c 'env -i /bin/sleep "$1" & wait' sh "$5" >/dev/null 2>&1
 
 func (e *escapees) all() []string { return append(append([]string{}, e.inGroup...), e.left...) }
 
-// withArg lists the live processes with arg among their arguments.
-func withArg(arg string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		for a := range bytes.SplitSeq(cmdline, []byte{0}) {
-			if string(a) == arg && !processGone(pid) {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
-}
-
 func waitRunning(t *testing.T, arg string) {
 	t.Helper()
 	deadline := time.Now().Add(hangGuard)
-	for len(withArg(arg)) == 0 {
+	for len(testenv.PIDsWithArg(arg)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("sleep %s never started", arg)
 		}
@@ -116,7 +94,7 @@ func waitNone(t *testing.T, what string, args []string) {
 	for {
 		var left []string
 		for _, a := range args {
-			if p := withArg(a); len(p) > 0 {
+			if p := testenv.PIDsWithArg(a); len(p) > 0 {
 				left = append(left, fmt.Sprintf("sleep %s (pid %v)", a, p))
 			}
 		}
@@ -134,7 +112,7 @@ func waitNone(t *testing.T, what string, args []string) {
 func assertRunning(t *testing.T, what string, args []string) {
 	t.Helper()
 	for _, a := range args {
-		if len(withArg(a)) == 0 {
+		if len(testenv.PIDsWithArg(a)) == 0 {
 			t.Errorf("%s: sleep %s is gone", what, a)
 		}
 	}
@@ -142,7 +120,7 @@ func assertRunning(t *testing.T, what string, args []string) {
 
 func killAll(args []string) {
 	for _, a := range args {
-		for _, pid := range withArg(a) {
+		for _, pid := range testenv.PIDsWithArg(a) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}

@@ -1,6 +1,7 @@
 // Package testenv owns what tests need to find and run the real agent CLIs
 // offline: where the pinned CLI was installed, and the clean environment that
-// keeps it talking only to a fake model server on loopback.
+// keeps it talking only to a fake model server on loopback; and what tests
+// share to watch what runs: the processes on the machine, a log buffer.
 package testenv
 
 import (
