@@ -93,8 +93,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	if r, ok := conn.(interface{ SessionID() string }); ok && r.SessionID() != "" {
 		id = r.SessionID() // a runner's ready frame names the session
 	}
-	c := newClient(opts, conn)
-	c.sessionID = id
+	c := newClient(opts, conn, id)
 	if err := c.initialize(ctx); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -102,10 +101,12 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	return c, nil
 }
 
-func newClient(opts Options, conn transport.Conn) *Client {
+// newClient starts reading conn; sessionID is the id known so far.
+func newClient(opts Options, conn transport.Conn, sessionID string) *Client {
 	c := &Client{
 		opts:       opts,
 		conn:       conn,
+		sessionID:  sessionID,
 		queue:      newMessageQueue(),
 		readerDone: make(chan struct{}),
 		dead:       make(chan struct{}),
