@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/internal/gcfloor"
+	"github.com/tetherhq/tether/transport"
 )
 
 // serveChild runs a runner in its own process, as `tether serve` does
@@ -39,6 +40,8 @@ func serveChild(args []string) int {
 		runtime.MemProfileRate = 1
 	}
 	defer gcfloor.Start(uint64(max(*floor, 0))).Stop()
+	// As cmd/tether does: agents' orphans come here to be ended.
+	_, _ = transport.EnableSubreaper()
 	ip, err := startInproc(*cli, env)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
