@@ -46,3 +46,31 @@ func TestWorkingDir(t *testing.T) {
 		}
 	}
 }
+
+// Whatever a host sends as session_opts, ParseOptions answers without
+// panicking, and what it accepts keeps the agent in its workspace.
+func FuzzParseOptions(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `null`, `{"cwd":"src/app","add_dirs":["lib"]}`, `{"cwd":"../x"}`, `{"cwd":"/"}`,
+		`{"model":"--flag"}`, `{"permission_mode":"plan","max_turns":3}`, `{"cwd":"a/../../b"}`, `[1]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		o, err := ParseOptions(raw)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidOptions) {
+				t.Fatalf("error %v does not match ErrInvalidOptions", err)
+			}
+			return
+		}
+		for _, d := range append([]string{o.Cwd}, o.AddDirs...) {
+			if d != "" && !filepath.IsLocal(d) {
+				t.Fatalf("accepted %q, outside the workspace", d)
+			}
+		}
+		if !permissionModes[o.PermissionMode] || o.MaxTurns < 0 || o.MaxBudgetUSD < 0 {
+			t.Fatalf("accepted %+v", o)
+		}
+	})
+}
