@@ -265,6 +265,24 @@ func (m *canonicalMapper) result(msg *cc.ResultMessage) []agent.Event {
 	return append(out, u, end)
 }
 
+// abort ends a turn the agent can no longer finish (its process died):
+// open items fail, and the turn fails with why.
+func (m *canonicalMapper) abort(why *agent.Error) []agent.Event {
+	if m.turn == "" {
+		return nil
+	}
+	var out []agent.Event
+	for id, item := range m.open {
+		delete(m.open, id)
+		item.Status = agent.ItemFailed
+		out = append(out, m.itemEvent(agent.KindItemCompleted, item, nil))
+	}
+	end := m.event(agent.KindTurnCompleted, nil)
+	end.Turn, end.Error = &agent.TurnInfo{Status: agent.TurnFailed}, why
+	m.turn = ""
+	return append(out, end)
+}
+
 // turnEnd reads how a result ended its turn.
 func turnEnd(msg *cc.ResultMessage) (agent.TurnStatus, *agent.Error) {
 	switch {

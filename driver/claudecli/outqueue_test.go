@@ -4,13 +4,21 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/internal/mockclaude"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The test binary doubles as the mock CLI for the agent driver's tests.
+	if os.Getenv(mockclaude.EnvMain) == "1" {
+		os.Exit(mockclaude.Main())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func line(n int) relayOut { return relayOut{line: make([]byte, n)} }
 

@@ -1,0 +1,91 @@
+package claudecli
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
+	cc "github.com/tetherhq/tether/protocol/claudecode"
+)
+
+// decide is the SDK's CanUseTool: the CLI's question becomes an approval
+// event, and the callback waits for its resolution (or the session's end).
+func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequest) (claude.PermissionResult, error) {
+	s.mu.Lock()
+	id := req.ToolUseID
+	if id == "" || s.pending[id] != nil {
+		id = "approval-" + strconv.Itoa(len(s.pending)+1) + "-" + req.ToolName
+	}
+	p := &pendingApproval{toolUseID: req.ToolUseID, answer: make(chan agent.Resolution, 1)}
+	s.pending[id] = p
+	e := s.mapper.approvalRequested(id, &cc.CanUseToolRequest{ToolName: req.ToolName, Input: req.Input,
+		ToolUseID: req.ToolUseID, Title: req.Title}, nil)
+	e.Approval.Scopes = []agent.Scope{agent.ScopeOnce, agent.ScopeSession}
+	s.mu.Unlock()
+	if !s.emit(e) {
+		return claude.Deny{Message: "the session closed"}, nil
+	}
+	var r agent.Resolution
+	select {
+	case r = <-p.answer:
+	case <-ctx.Done(): // the CLI withdrew the question (an interrupt)
+		_ = s.settle(id, agent.Resolution{Decision: agent.Deny, Reason: "the turn was interrupted", Cause: agent.CauseInterrupted})
+		r = <-p.answer // ours, or an answer that came first
+	}
+	s.mu.Lock()
+	resolved := s.mapper.approvalResolved(p.toolUseID, withID(r, id))
+	s.mu.Unlock()
+	s.emit(resolved)
+	if r.Decision != agent.Allow {
+		return claude.Deny{Message: r.Reason}, nil
+	}
+	allow := claude.Allow{}
+	if r.Scope == agent.ScopeSession {
+		allow.UpdatedPermissions = []claude.PermissionUpdate{{Type: "addRules", Behavior: "allow",
+			Destination: "session", Rules: []claude.PermissionRule{{ToolName: req.ToolName}}}}
+	}
+	return allow, nil
+}
+
+func withID(r agent.Resolution, id string) agent.Resolution {
+	r.ApprovalID = id
+	return r
+}
+
+// Resolve answers a pending approval; the first answer wins.
+func (s *canonicalSession) Resolve(_ context.Context, r agent.Resolution) error {
+	if r.Decision != agent.Allow && r.Decision != agent.Deny {
+		return &agent.InvalidEventError{Kind: agent.KindApprovalResolved, Reason: "decision " + strconv.Quote(string(r.Decision))}
+	}
+	if r.Cause == "" {
+		r.Cause = agent.CauseClient
+	}
+	return s.settle(r.ApprovalID, r)
+}
+
+// settle records the first resolution of id and wakes its callback.
+func (s *canonicalSession) settle(id string, r agent.Resolution) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settleLocked(id, r)
+}
+
+// settleLocked is settle with mu held. The answer channel holds one, and
+// only the first resolution is sent, so it never blocks.
+func (s *canonicalSession) settleLocked(id string, r agent.Resolution) error {
+	p, ok := s.pending[id]
+	switch {
+	case !ok:
+		return agent.ErrUnknownApproval
+	case p.first != nil:
+		return &agent.AlreadyResolvedError{First: *p.first}
+	}
+	r.ApprovalID = id
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	p.first = &r
+	p.answer <- r
+	return nil
+}

@@ -1,0 +1,260 @@
+package claudecli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
+)
+
+// Canonical is Claude Code as an agent.Driver: sessions over the SDK,
+// locally or through a runner (Base.Runner), reported as canonical events
+// with every stream-json line beside its event.
+type Canonical struct {
+	// Base is the SDK options every session starts from (CLI path,
+	// environment, runner, permission mode, …); Start sets the working
+	// directory, resume, fork, model and the approval callback.
+	Base claude.Options
+	// Now is the clock of the events; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ agent.Driver = (*Canonical)(nil)
+
+func (d *Canonical) Name() string { return "claude" }
+
+func (d *Canonical) Capabilities() agent.Capabilities {
+	return agent.Capabilities{Resume: true, Fork: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+}
+
+// Start connects to the CLI; the session's events begin with
+// session.started once the CLI has said who it is.
+func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &canonicalSession{events: make(chan agent.Event, 64), done: make(chan struct{}),
+		pending: map[string]*pendingApproval{}, now: now}
+	opts := d.Base
+	if opts.Runner == nil && req.Workspace != "" {
+		opts.Cwd = req.Workspace
+	}
+	if req.Model != "" {
+		opts.Model = req.Model
+	}
+	opts.Resume, opts.ForkSession = req.Resume, req.Fork
+	opts.IncludePartialMessages = true
+	opts.CanUseTool = s.decide
+	client, err := claude.Connect(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.client = client
+	s.mapper = newCanonicalMapper(client.SessionID(), now)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.read()
+	return s, nil
+}
+
+// canonicalSession is one Claude Code conversation. One goroutine reads
+// the CLI's messages; approval callbacks run on the SDK's goroutines; the
+// mapper is shared under mu and events leave in the order they were made.
+type canonicalSession struct {
+	client *claude.Client
+	now    func() time.Time
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	mapper  *canonicalMapper
+	pending map[string]*pendingApproval
+	turn    bool
+	items   []agent.Item
+	ended   bool
+
+	events    chan agent.Event
+	done      chan struct{} // closed when the reader has ended
+	closeOnce sync.Once
+}
+
+type pendingApproval struct {
+	toolUseID string
+	answer    chan agent.Resolution // buffered 1
+	first     *agent.Resolution
+}
+
+func (s *canonicalSession) NativeID() string { return s.client.SessionID() }
+
+// read maps every message until the CLI's output ends.
+func (s *canonicalSession) read() {
+	defer s.wg.Done()
+	defer close(s.done)
+	var failure error
+	for msg, err := range s.client.Messages(s.ctx) {
+		if err != nil {
+			failure = err
+			break
+		}
+		s.mu.Lock()
+		events := s.mapper.message(msg)
+		if _, ok := msg.(*claude.ResultMessage); ok {
+			s.turn = false
+		}
+		s.record(events)
+		s.mu.Unlock()
+		if !s.emit(events...) {
+			return
+		}
+	}
+	s.end(failure)
+}
+
+// record keeps completed items for Messages; call with mu held.
+func (s *canonicalSession) record(events []agent.Event) {
+	for _, e := range events {
+		if e.Kind == agent.KindItemCompleted {
+			s.items = append(s.items, *e.Item)
+		}
+	}
+}
+
+// end reports the session's end: closed by the host, or the CLI exited.
+func (s *canonicalSession) end(failure error) {
+	s.mu.Lock()
+	s.ended = true
+	info := &agent.SessionInfo{Agent: "claude", NativeID: s.client.SessionID(), Reason: "closed"}
+	var why *agent.Error
+	if failure != nil && !errors.Is(failure, context.Canceled) {
+		info.Reason = "exited"
+		why = &agent.Error{Code: agent.ErrorAgentExit, Message: failure.Error()}
+	}
+	if why == nil {
+		why = &agent.Error{Code: agent.ErrorAgentExit, Message: "the session ended during the turn"}
+	}
+	events := s.mapper.abort(why)
+	e := s.mapper.event(agent.KindSessionEnded, nil)
+	e.TurnID = ""
+	e.Session = info
+	if info.Reason == "exited" {
+		e.Error = why
+	}
+	events = append(events, e)
+	s.mu.Unlock()
+	s.emit(events...)
+}
+
+// emit hands events to the reader of Events, waiting for it
+// (backpressure); false once the session is closing or has ended.
+func (s *canonicalSession) emit(events ...agent.Event) bool {
+	for _, e := range events {
+		select {
+		case s.events <- e:
+		case <-s.ctx.Done():
+			return false
+		case <-s.done:
+			return false
+		}
+	}
+	return true
+}
+
+// Events yields the session's events; after the reader has ended, what is
+// still queued, then it stops.
+func (s *canonicalSession) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) {
+		for {
+			select {
+			case e := <-s.events:
+				if !yield(e, nil) {
+					return
+				}
+			case <-s.done:
+				for {
+					select {
+					case e := <-s.events:
+						if !yield(e, nil) {
+							return
+						}
+					default:
+						return
+					}
+				}
+			case <-ctx.Done():
+				yield(agent.Event{}, ctx.Err())
+				return
+			}
+		}
+	}
+}
+
+func (s *canonicalSession) Prompt(ctx context.Context, p agent.Prompt) error {
+	s.mu.Lock()
+	switch {
+	case s.ended:
+		s.mu.Unlock()
+		return agent.ErrSessionEnded
+	case s.turn:
+		s.mu.Unlock()
+		return agent.ErrTurnInProgress
+	}
+	s.turn = true
+	events := s.mapper.startTurn(p.Text)
+	s.record(events)
+	s.mu.Unlock()
+	// The turn's events go out before the CLI can answer the prompt.
+	if !s.emit(events...) {
+		return agent.ErrSessionEnded
+	}
+	if err := s.client.Query(ctx, p.Text); err != nil {
+		return fmt.Errorf("claudecli: prompt: %w", err)
+	}
+	return nil
+}
+
+func (s *canonicalSession) Steer(context.Context, agent.Prompt) error {
+	return &agent.UnsupportedError{Agent: "claude", Capability: "steer"}
+}
+
+func (s *canonicalSession) Interrupt(ctx context.Context) error {
+	s.mu.Lock()
+	running := s.turn
+	s.mu.Unlock()
+	if !running {
+		return agent.ErrNoTurn
+	}
+	return s.client.Interrupt(ctx)
+}
+
+func (s *canonicalSession) Messages(context.Context) ([]agent.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]agent.Item(nil), s.items...), nil
+}
+
+func (s *canonicalSession) Diff(context.Context) ([]agent.FileChange, error) {
+	return nil, &agent.UnsupportedError{Agent: "claude", Capability: "diff"}
+}
+
+// Close ends the CLI and the reader, and waits for both.
+func (s *canonicalSession) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		for id := range s.pending { // a waiting callback gives up: the CLI is going
+			_ = s.settleLocked(id, agent.Resolution{Decision: agent.Deny, Reason: "the session closed", Cause: agent.CauseTurnEnded})
+		}
+		s.mu.Unlock()
+		err = s.client.Close()
+		s.cancel()
+		s.wg.Wait()
+	})
+	return err
+}

@@ -1,0 +1,158 @@
+package claudecli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/internal/mockclaude"
+)
+
+// mockDriver runs this test binary as the mock CLI in a scenario.
+func mockDriver(t *testing.T, scenario string) (*Canonical, string) {
+	dir := t.TempDir()
+	return &Canonical{Base: claude.Options{CLIPath: os.Args[0], ReplaceEnv: true, Env: map[string]string{
+		mockclaude.EnvMain: "1", mockclaude.EnvScenario: scenario, "PATH": os.Getenv("PATH"),
+	}}}, dir
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// events reads s's events into a channel until the session ends.
+func events(t *testing.T, s agent.Session) <-chan agent.Event {
+	ch := make(chan agent.Event, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		for e, err := range s.Events(context.Background()) {
+			if err != nil {
+				return
+			}
+			ch <- e
+		}
+	}()
+	t.Cleanup(func() { _ = s.Close(); <-done })
+	return ch
+}
+
+func waitFor(t *testing.T, ch <-chan agent.Event, k agent.Kind) agent.Event {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				t.Fatalf("events ended before %s", k)
+			}
+			if err := e.Validate(); err != nil {
+				t.Fatalf("%v: %+v", err, e)
+			}
+			if e.Kind == k {
+				return e
+			}
+		case <-timeout:
+			t.Fatalf("no %s", k)
+		}
+	}
+}
+
+// An approval is answered once: the first resolution wins, a second one
+// learns it, an unknown id is refused; a prompt during a turn and an
+// interrupt with none are refused.
+func TestCanonicalApprovalsAndTurnRules(t *testing.T) {
+	d, dir := mockDriver(t, "demo")
+	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := events(t, s)
+	if err := s.Interrupt(ctxFor(t)); !errors.Is(err, agent.ErrNoTurn) {
+		t.Fatalf("interrupt with no turn: %v", err)
+	}
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "again"}); !errors.Is(err, agent.ErrTurnInProgress) {
+		t.Fatalf("prompt during a turn: %v", err)
+	}
+	asked := waitFor(t, ch, agent.KindApprovalRequested)
+	if err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: "nope", Decision: agent.Allow}); !errors.Is(err, agent.ErrUnknownApproval) {
+		t.Fatalf("unknown approval: %v", err)
+	}
+	if err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Deny, By: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	var already *agent.AlreadyResolvedError
+	err = s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Allow, By: "second"})
+	if !errors.As(err, &already) || already.First.By != "first" || already.First.Decision != agent.Deny {
+		t.Fatalf("second resolution: %v", err)
+	}
+	resolved := waitFor(t, ch, agent.KindApprovalResolved)
+	if resolved.Resolution.Decision != agent.Deny || resolved.Resolution.Cause != agent.CauseClient {
+		t.Fatalf("resolved %+v", resolved.Resolution)
+	}
+	if end := waitFor(t, ch, agent.KindTurnCompleted); end.Turn.Status != agent.TurnCompleted {
+		t.Fatalf("turn %+v", end.Turn)
+	}
+	changes, _ := s.Messages(ctxFor(t))
+	found := false
+	for _, it := range changes {
+		if it.Type == agent.ItemFileChange {
+			found = it.Status == agent.ItemDeclined
+		}
+	}
+	if !found {
+		t.Fatalf("no declined file change in %+v", changes)
+	}
+}
+
+// Closing a session whose approval waits ends the wait, the CLI and every
+// goroutine (goleak checks at the end of the package).
+func TestCanonicalCloseWithPendingApproval(t *testing.T) {
+	d, dir := mockDriver(t, "demo")
+	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := events(t, s)
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ch, agent.KindApprovalRequested)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "after"}); err == nil {
+		t.Fatal("a closed session took a prompt")
+	}
+}
+
+// A CLI that dies ends the session with agent_exited and why.
+func TestCanonicalCrash(t *testing.T) {
+	d, dir := mockDriver(t, "crash")
+	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := events(t, s)
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	turn := waitFor(t, ch, agent.KindTurnCompleted)
+	if turn.Turn.Status != agent.TurnFailed || turn.Error.Code != agent.ErrorAgentExit {
+		t.Fatalf("the dead CLI's turn ended %+v %+v", turn.Turn, turn.Error)
+	}
+	end := waitFor(t, ch, agent.KindSessionEnded)
+	if end.Session.Reason != "exited" || end.Error == nil || end.Error.Code != agent.ErrorAgentExit {
+		t.Fatalf("session ended %+v %+v", end.Session, end.Error)
+	}
+}
