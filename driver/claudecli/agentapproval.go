@@ -22,10 +22,8 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 	e := s.mapper.approvalRequested(id, &cc.CanUseToolRequest{ToolName: req.ToolName, Input: req.Input,
 		ToolUseID: req.ToolUseID, Title: req.Title}, nil)
 	e.Approval.Scopes = []agent.Scope{agent.ScopeOnce, agent.ScopeSession}
+	s.out.add(e)
 	s.mu.Unlock()
-	if !s.emit(e) {
-		return claude.Deny{Message: "the session closed"}, nil
-	}
 	var r agent.Resolution
 	select {
 	case r = <-p.answer:
@@ -34,9 +32,8 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 		r = <-p.answer // ours, or an answer that came first
 	}
 	s.mu.Lock()
-	resolved := s.mapper.approvalResolved(p.toolUseID, withID(r, id))
+	s.out.add(s.mapper.approvalResolved(p.toolUseID, withID(r, id)))
 	s.mu.Unlock()
-	s.emit(resolved)
 	if r.Decision != agent.Allow {
 		return claude.Deny{Message: r.Reason}, nil
 	}

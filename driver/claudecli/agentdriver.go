@@ -39,8 +39,7 @@ func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Se
 	if now == nil {
 		now = time.Now
 	}
-	s := &canonicalSession{events: make(chan agent.Event, 64), done: make(chan struct{}),
-		pending: map[string]*pendingApproval{}, now: now}
+	s := &canonicalSession{out: newOutbox(64), pending: map[string]*pendingApproval{}, now: now}
 	opts := d.Base
 	if opts.Runner == nil && req.Workspace != "" {
 		opts.Cwd = req.Workspace
@@ -80,8 +79,7 @@ type canonicalSession struct {
 	items   []agent.Item
 	ended   bool
 
-	events    chan agent.Event
-	done      chan struct{} // closed when the reader has ended
+	out       *outbox
 	closeOnce sync.Once
 }
 
@@ -96,7 +94,7 @@ func (s *canonicalSession) NativeID() string { return s.client.SessionID() }
 // read maps every message until the CLI's output ends.
 func (s *canonicalSession) read() {
 	defer s.wg.Done()
-	defer close(s.done)
+	defer s.out.close()
 	var failure error
 	for msg, err := range s.client.Messages(s.ctx) {
 		if err != nil {
@@ -109,9 +107,10 @@ func (s *canonicalSession) read() {
 			s.turn = false
 		}
 		s.record(events)
+		s.out.add(events...)
 		s.mu.Unlock()
-		if !s.emit(events...) {
-			return
+		if !s.out.waitRoom(s.ctx) {
+			break
 		}
 	}
 	s.end(failure)
@@ -146,53 +145,14 @@ func (s *canonicalSession) end(failure error) {
 	if info.Reason == "exited" {
 		e.Error = why
 	}
-	events = append(events, e)
+	s.out.add(append(events, e)...)
 	s.mu.Unlock()
-	s.emit(events...)
 }
 
-// emit hands events to the reader of Events, waiting for it
-// (backpressure); false once the session is closing or has ended.
-func (s *canonicalSession) emit(events ...agent.Event) bool {
-	for _, e := range events {
-		select {
-		case s.events <- e:
-		case <-s.ctx.Done():
-			return false
-		case <-s.done:
-			return false
-		}
-	}
-	return true
-}
-
-// Events yields the session's events; after the reader has ended, what is
-// still queued, then it stops.
+// Events yields the session's events in order, and stops after
+// session.ended.
 func (s *canonicalSession) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
-	return func(yield func(agent.Event, error) bool) {
-		for {
-			select {
-			case e := <-s.events:
-				if !yield(e, nil) {
-					return
-				}
-			case <-s.done:
-				for {
-					select {
-					case e := <-s.events:
-						if !yield(e, nil) {
-							return
-						}
-					default:
-						return
-					}
-				}
-			case <-ctx.Done():
-				yield(agent.Event{}, ctx.Err())
-				return
-			}
-		}
-	}
+	return s.out.events(ctx)
 }
 
 func (s *canonicalSession) Prompt(ctx context.Context, p agent.Prompt) error {
@@ -208,11 +168,8 @@ func (s *canonicalSession) Prompt(ctx context.Context, p agent.Prompt) error {
 	s.turn = true
 	events := s.mapper.startTurn(p.Text)
 	s.record(events)
+	s.out.add(events...) // before the CLI can answer the prompt
 	s.mu.Unlock()
-	// The turn's events go out before the CLI can answer the prompt.
-	if !s.emit(events...) {
-		return agent.ErrSessionEnded
-	}
 	if err := s.client.Query(ctx, p.Text); err != nil {
 		return fmt.Errorf("claudecli: prompt: %w", err)
 	}
