@@ -220,8 +220,8 @@ func (s *Store) forget(k string, w chan agent.Resolution) {
 
 // Expire resolves every pending approval whose expiry has come with its
 // default decision (deny when it names none), cause expired, and returns
-// those resolutions. The runner calls it on a timer.
-func (s *Store) Expire() ([]agent.Resolution, error) {
+// those records, resolved. The runner calls it on a timer.
+func (s *Store) Expire() ([]Record, error) {
 	now := s.now()
 	due, err := s.List(func(r Record) bool {
 		return r.Pending() && !r.Approval.Expires.IsZero() && !r.Approval.Expires.After(now)
@@ -229,7 +229,7 @@ func (s *Store) Expire() ([]agent.Resolution, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []agent.Resolution
+	var out []Record
 	for _, rec := range due {
 		d := rec.Approval.Default
 		if d == "" {
@@ -243,7 +243,8 @@ func (s *Store) Expire() ([]agent.Resolution, error) {
 		if err != nil {
 			return out, err
 		}
-		out = append(out, r)
+		rec.Resolution = &r
+		out = append(out, rec)
 	}
 	return out, nil
 }

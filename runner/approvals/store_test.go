@@ -178,9 +178,10 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("expired %+v %v", got, err)
 	}
 	want := map[string]agent.Decision{"soon": agent.Deny, "allow": agent.Allow}
-	for _, r := range got {
-		if want[r.ApprovalID] != r.Decision || r.Cause != agent.CauseExpired {
-			t.Errorf("expired %+v", r)
+	for _, rec := range got {
+		r := rec.Resolution
+		if want[r.ApprovalID] != r.Decision || r.Cause != agent.CauseExpired || rec.Approval.SessionID != "s1" {
+			t.Errorf("expired %+v", rec)
 		}
 	}
 	if rec, _ := s.Get("s1", "answered"); rec.Resolution.Cause != agent.CauseClient {

@@ -1,0 +1,44 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/approvals"
+)
+
+// Approvals lists the approvals still waiting, across sessions.
+func (m *Manager) Approvals() ([]approvals.Record, error) { return m.cfg.Approvals.Pending() }
+
+// Resolve answers an approval. The durable store decides who was first;
+// the winner is then handed to the agent. A later answer gets
+// *agent.AlreadyResolvedError with the first.
+func (m *Manager) Resolve(ctx context.Context, sessionID string, r agent.Resolution) (agent.Resolution, error) {
+	won, err := m.cfg.Approvals.Resolve(sessionID, r)
+	if err != nil {
+		return agent.Resolution{}, err
+	}
+	s, err := m.get(sessionID)
+	if err != nil {
+		return won, nil // the session is gone; the decision is recorded
+	}
+	if err := s.agent.Resolve(ctx, won); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) && !errors.Is(err, agent.ErrSessionEnded) {
+		return won, err
+	}
+	return won, nil
+}
+
+// Expire applies the default decision to every approval past its expiry
+// and hands it to its agent. The runner calls it on a timer.
+func (m *Manager) Expire(ctx context.Context) ([]approvals.Record, error) {
+	expired, err := m.cfg.Approvals.Expire()
+	for _, rec := range expired {
+		if s, serr := m.get(rec.Approval.SessionID); serr == nil {
+			if rerr := s.agent.Resolve(ctx, *rec.Resolution); rerr != nil && !errors.Is(rerr, agent.ErrAlreadyResolved) {
+				m.log.Warn("expired approval not handed to its agent", "session", rec.Approval.SessionID, "err", rerr)
+			}
+		}
+	}
+	return expired, err
+}

@@ -1,0 +1,260 @@
+// Package sessions owns the runner's canonical sessions: it starts a
+// session of any agent kind (an agent.Driver) in a workspace, numbers its
+// events and writes them to the durable event log before anyone sees
+// them, keeps its approvals in the durable approvals store, and serves
+// sessions, events (replayed from any seq, then live) and approvals to
+// every front end alike. It knows no agent's wire format and no front
+// end's protocol.
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/approvals"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+var (
+	// ErrUnknownAgent: no driver has that name.
+	ErrUnknownAgent = errors.New("sessions: no such agent")
+	// ErrNotFound: no session has that id.
+	ErrNotFound = errors.New("sessions: no such session")
+	// ErrEnded: the session has ended.
+	ErrEnded = errors.New("sessions: the session has ended")
+	// ErrShuttingDown: the manager is stopping.
+	ErrShuttingDown = errors.New("sessions: shutting down")
+)
+
+// Config assembles a Manager. Drivers, Workspaces, Log and Approvals are
+// required.
+type Config struct {
+	Drivers    map[string]agent.Driver
+	Workspaces *workspace.Manager
+	Log        *eventlog.Log
+	Approvals  *approvals.Store
+	// ApprovalTimeout is how long an approval waits before its default
+	// (deny) applies; zero means it waits until its session ends.
+	ApprovalTimeout time.Duration
+	Now             func() time.Time
+	Logger          *slog.Logger
+}
+
+// State is where a session is.
+type State string
+
+const (
+	StateIdle    State = "idle"    // waiting for a prompt
+	StateRunning State = "running" // a turn is in progress
+	StateEnded   State = "ended"
+)
+
+// Info describes a session.
+type Info struct {
+	ID          string    `json:"id"`
+	Agent       string    `json:"agent"`
+	WorkspaceID string    `json:"workspace_id"`
+	NativeID    string    `json:"native_id,omitempty"`
+	State       State     `json:"state"`
+	Created     time.Time `json:"created"`
+	// LastSeq is the seq of the session's newest event.
+	LastSeq uint64 `json:"last_seq"`
+}
+
+// CreateRequest starts a session.
+type CreateRequest struct {
+	Agent       string
+	WorkspaceID string
+	Model       string
+	// Resume continues the agent's conversation of that native id.
+	Resume string
+}
+
+// Manager runs canonical sessions. Its methods are safe for concurrent
+// use.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closing  bool
+	wg       sync.WaitGroup
+}
+
+// New checks cfg and returns a Manager.
+func New(cfg Config) (*Manager, error) {
+	if len(cfg.Drivers) == 0 || cfg.Workspaces == nil || cfg.Log == nil || cfg.Approvals == nil {
+		return nil, errors.New("sessions: Config needs Drivers, Workspaces, Log and Approvals")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{cfg: cfg, log: log, sessions: map[string]*session{}}, nil
+}
+
+// Agents lists the agent kinds and what each can do.
+func (m *Manager) Agents() map[string]agent.Capabilities {
+	out := make(map[string]agent.Capabilities, len(m.cfg.Drivers))
+	for name, d := range m.cfg.Drivers {
+		out[name] = d.Capabilities()
+	}
+	return out
+}
+
+// Create starts a session: it takes the workspace, starts the agent and
+// begins logging its events.
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
+	d, ok := m.cfg.Drivers[req.Agent]
+	if !ok {
+		return Info{}, fmt.Errorf("%w: %q (have %v)", ErrUnknownAgent, req.Agent, m.agentNames())
+	}
+	m.mu.Lock()
+	closing := m.closing
+	m.mu.Unlock()
+	if closing {
+		return Info{}, ErrShuttingDown
+	}
+	ws, err := m.cfg.Workspaces.Claim(ctx, req.WorkspaceID)
+	if err != nil {
+		return Info{}, err
+	}
+	home, err := m.cfg.Workspaces.Home(req.WorkspaceID)
+	if err != nil {
+		ws.Release()
+		return Info{}, err
+	}
+	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Model: req.Model})
+	if err != nil {
+		ws.Release()
+		return Info{}, err
+	}
+	s := newSession(m, Info{ID: newID(), Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle,
+		Created: m.cfg.Now(), NativeID: agentSession.NativeID()}, agentSession, ws)
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		_ = agentSession.Close()
+		ws.Release()
+		return Info{}, ErrShuttingDown
+	}
+	m.sessions[s.info.ID] = s
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go s.pump()
+	m.log.Info("session started", "session", s.info.ID, "agent", req.Agent, "workspace", req.WorkspaceID)
+	return s.snapshot(), nil
+}
+
+func (m *Manager) agentNames() []string {
+	var names []string
+	for name := range m.cfg.Drivers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (m *Manager) get(id string) (*session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return s, nil
+}
+
+// Get describes one session.
+func (m *Manager) Get(id string) (Info, error) {
+	s, err := m.get(id)
+	if err != nil {
+		return Info{}, err
+	}
+	return s.snapshot(), nil
+}
+
+// List describes every session, oldest first.
+func (m *Manager) List() []Info {
+	m.mu.Lock()
+	all := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	out := make([]Info, 0, len(all))
+	for _, s := range all {
+		out = append(out, s.snapshot())
+	}
+	slices.SortFunc(out, func(a, b Info) int { return a.Created.Compare(b.Created) })
+	return out
+}
+
+// Prompt starts a turn.
+func (m *Manager) Prompt(ctx context.Context, id, text string) error {
+	s, err := m.get(id)
+	if err != nil {
+		return err
+	}
+	return s.agent.Prompt(ctx, agent.Prompt{Text: text})
+}
+
+// Interrupt stops the session's turn.
+func (m *Manager) Interrupt(ctx context.Context, id string) error {
+	s, err := m.get(id)
+	if err != nil {
+		return err
+	}
+	return s.agent.Interrupt(ctx)
+}
+
+// Close ends a session and waits for its last event to be logged.
+func (m *Manager) Close(ctx context.Context, id string) error {
+	s, err := m.get(id)
+	if err != nil {
+		return err
+	}
+	return s.close(ctx)
+}
+
+// Shutdown closes every session and waits for them.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closing = true
+	all := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, s := range all {
+		errs = append(errs, s.close(ctx))
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "ses_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,244 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver/claudecli"
+	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/runner/approvals"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary doubles as the mock claude CLI.
+	if os.Getenv(mockclaude.EnvMain) == "1" {
+		os.Exit(mockclaude.Main())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// newManager is a sessions core on temp directories whose one agent kind,
+// "claude", is the mock CLI in the demo scenario (a streamed reply and a
+// Write that asks for approval).
+func newManager(t *testing.T, c *clock, timeout time.Duration) *sessions.Manager {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claudeDriver := &claudecli.Canonical{Now: c.now, Base: claude.Options{CLIPath: os.Args[0], ReplaceEnv: true,
+		Env: map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: "demo", "PATH": os.Getenv("PATH")}}}
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": claudeDriver},
+		Workspaces: ws, Log: log, Approvals: store, ApprovalTimeout: timeout, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := m.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+		_ = log.Close()
+		_ = store.Close()
+	})
+	return m
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// follow reads a session's events live into a channel.
+func follow(t *testing.T, m *sessions.Manager, id string, after uint64) <-chan agent.Event {
+	ch := make(chan agent.Event, 256)
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		for e, err := range m.Events(c, id, after) {
+			if err != nil {
+				return
+			}
+			ch <- e
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ch
+}
+
+func until(t *testing.T, ch <-chan agent.Event, k agent.Kind, seen *[]agent.Event) agent.Event {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				t.Fatalf("events ended before %s", k)
+			}
+			*seen = append(*seen, e)
+			if e.Kind == k {
+				return e
+			}
+		case <-timeout:
+			t.Fatalf("no %s", k)
+		}
+	}
+}
+
+// A session's events are logged with seqs from 1, its approval is listed
+// across sessions and answered once through the core, and a reader that
+// comes back later gets exactly the events after its seq.
+func TestSessionLifecycle(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
+	m := newManager(t, c, 0)
+	if _, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "codex", WorkspaceID: "w1"}); !errors.Is(err, sessions.ErrUnknownAgent) {
+		t.Fatalf("unknown agent: %v", err)
+	}
+	info, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "claude", WorkspaceID: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "claude", WorkspaceID: "w1"}); err == nil {
+		t.Fatal("a second session took a busy workspace")
+	}
+	live := follow(t, m, info.ID, 0)
+	if err := m.Prompt(ctx(t), info.ID, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	var seen []agent.Event
+	asked := until(t, live, agent.KindApprovalRequested, &seen)
+	pending, err := m.Approvals()
+	if err != nil || len(pending) != 1 || pending[0].Approval.SessionID != info.ID || pending[0].Approval.ID != asked.Approval.ID {
+		t.Fatalf("pending %+v %v", pending, err)
+	}
+	if got, _ := m.Get(info.ID); got.State != sessions.StateRunning {
+		t.Fatalf("state %s during a turn", got.State)
+	}
+	won, err := m.Resolve(ctx(t), info.ID, agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Allow, By: "laptop"})
+	if err != nil || won.By != "laptop" {
+		t.Fatalf("resolve: %+v %v", won, err)
+	}
+	var already *agent.AlreadyResolvedError
+	if _, err := m.Resolve(ctx(t), info.ID, agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Deny, By: "phone"}); !errors.As(err, &already) || already.First.By != "laptop" {
+		t.Fatalf("second resolve: %v", err)
+	}
+	until(t, live, agent.KindTurnCompleted, &seen)
+	if got, _ := m.Get(info.ID); got.State != sessions.StateIdle || got.LastSeq != uint64(seen[len(seen)-1].Seq) {
+		t.Fatalf("after the turn: %+v, last event %d", got, seen[len(seen)-1].Seq)
+	}
+	for i, e := range seen {
+		if e.Seq != int64(i+1) || e.SessionID != info.ID {
+			t.Fatalf("event %d: seq %d session %s", i, e.Seq, e.SessionID)
+		}
+		if err := e.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A reader coming back after seq 3 gets the rest, once each.
+	var again []agent.Event
+	later := follow(t, m, info.ID, 3)
+	for range len(seen) - 3 {
+		again = append(again, <-later)
+	}
+	if again[0].Seq != 4 || again[len(again)-1].Seq != seen[len(seen)-1].Seq || again[0].Kind != seen[3].Kind {
+		t.Fatalf("resumed read from %d to %d", again[0].Seq, again[len(again)-1].Seq)
+	}
+	if err := m.Close(ctx(t), info.ID); err != nil {
+		t.Fatal(err)
+	}
+	end := until(t, live, agent.KindSessionEnded, &seen)
+	if got, _ := m.Get(info.ID); got.State != sessions.StateEnded || end.Session.Reason != "closed" {
+		t.Fatalf("after close: %+v %+v", got, end.Session)
+	}
+	if _, ok := <-live; ok {
+		t.Fatal("events went on after session.ended")
+	}
+	// The workspace is free again.
+	next, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "claude", WorkspaceID: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Close(ctx(t), next.ID)
+}
+
+// An approval nobody answers expires with its default (deny): the agent
+// is told, the tool does not run, the turn ends.
+func TestApprovalExpires(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
+	m := newManager(t, c, time.Minute)
+	info, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "claude", WorkspaceID: "w2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := follow(t, m, info.ID, 0)
+	if err := m.Prompt(ctx(t), info.ID, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	var seen []agent.Event
+	asked := until(t, live, agent.KindApprovalRequested, &seen)
+	if !asked.Approval.Expires.Equal(asked.Approval.Created.Add(time.Minute)) || asked.Approval.Default != agent.Deny {
+		t.Fatalf("approval %+v", asked.Approval)
+	}
+	if got, _ := m.Expire(ctx(t)); len(got) != 0 {
+		t.Fatalf("expired early: %+v", got)
+	}
+	c.add(time.Minute)
+	got, err := m.Expire(ctx(t))
+	if err != nil || len(got) != 1 || got[0].Resolution.Cause != agent.CauseExpired {
+		t.Fatalf("expired %+v %v", got, err)
+	}
+	resolved := until(t, live, agent.KindApprovalResolved, &seen)
+	if resolved.Resolution.Decision != agent.Deny || resolved.Resolution.Cause != agent.CauseExpired {
+		t.Fatalf("resolved %+v", resolved.Resolution)
+	}
+	until(t, live, agent.KindTurnCompleted, &seen)
+	declined := 0
+	for _, e := range seen {
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemFileChange {
+			if e.Item.Status != agent.ItemDeclined {
+				t.Fatalf("the expired approval's file change ran: %+v", e.Item)
+			}
+			declined++
+		}
+	}
+	if declined != 1 {
+		t.Fatalf("%d declined file changes", declined)
+	}
+}

@@ -1,0 +1,132 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+// session is one running canonical session: its agent, its workspace and
+// the goroutine (pump) that logs its events.
+type session struct {
+	m     *Manager
+	agent agent.Session
+	ws    *workspace.Workspace
+
+	mu   sync.Mutex
+	info Info
+	// appended is closed and replaced at every logged event, waking the
+	// readers that follow the session live.
+	appended chan struct{}
+	done     chan struct{} // closed when the pump has logged the last event
+	closing  sync.Once
+}
+
+func newSession(m *Manager, info Info, a agent.Session, ws *workspace.Workspace) *session {
+	return &session{m: m, agent: a, ws: ws, info: info, appended: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (s *session) snapshot() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.info
+}
+
+// pump logs every event of the agent, in order, before anyone can read
+// it, and keeps the session's approvals and state in step.
+func (s *session) pump() {
+	defer s.m.wg.Done()
+	defer close(s.done)
+	defer s.ws.Release()
+	ctx := context.Background()
+	for e, err := range s.agent.Events(ctx) {
+		if err != nil {
+			s.m.log.Warn("session events failed", "session", s.info.ID, "err", err)
+			break
+		}
+		s.track(ctx, &e)
+		if err := s.append(ctx, &e); err != nil {
+			s.m.log.Error("session event not logged", "session", s.info.ID, "kind", e.Kind, "err", err)
+		}
+		if e.Kind == agent.KindSessionEnded {
+			break
+		}
+	}
+	// Whatever still waits for a decision can no longer be acted on.
+	if _, err := s.m.cfg.Approvals.ResolveSession(s.info.ID, agent.CauseTurnEnded, "the session ended"); err != nil {
+		s.m.log.Warn("approvals of an ended session", "session", s.info.ID, "err", err)
+	}
+	s.mu.Lock()
+	s.info.State = StateEnded
+	s.mu.Unlock()
+	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent)
+}
+
+// track updates state and approvals from one event.
+func (s *session) track(ctx context.Context, e *agent.Event) {
+	e.SessionID = s.info.ID
+	switch e.Kind {
+	case agent.KindTurnStarted:
+		s.setState(StateRunning)
+	case agent.KindTurnCompleted:
+		s.setState(StateIdle)
+	case agent.KindApprovalRequested:
+		a := *e.Approval
+		a.SessionID, a.Agent = s.info.ID, s.info.Agent
+		if s.m.cfg.ApprovalTimeout > 0 && a.Expires.IsZero() {
+			a.Expires, a.Default = a.Created.Add(s.m.cfg.ApprovalTimeout), agent.Deny
+		}
+		e.Approval = &a
+		if err := s.m.cfg.Approvals.Add(a); err != nil {
+			s.m.log.Error("approval not recorded", "session", s.info.ID, "approval", a.ID, "err", err)
+		}
+	case agent.KindApprovalResolved:
+		// The agent settled it (an interrupt, say): the store learns it,
+		// unless a client's answer came first, which stands.
+		if _, err := s.m.cfg.Approvals.Resolve(s.info.ID, *e.Resolution); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) {
+			s.m.log.Warn("approval resolution not recorded", "session", s.info.ID, "err", err)
+		}
+	}
+}
+
+func (s *session) setState(st State) {
+	s.mu.Lock()
+	if s.info.State != StateEnded {
+		s.info.State = st
+	}
+	s.mu.Unlock()
+}
+
+// append logs the event with its seq and wakes live readers.
+func (s *session) append(ctx context.Context, e *agent.Event) error {
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	seq, err := s.m.cfg.Log.Append(ctx, s.info.ID, payload)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.info.LastSeq = seq
+	close(s.appended)
+	s.appended = make(chan struct{})
+	s.mu.Unlock()
+	return nil
+}
+
+// close ends the agent and waits for the pump to log its end.
+func (s *session) close(ctx context.Context) error {
+	var err error
+	s.closing.Do(func() { err = s.agent.Close() })
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
+}
