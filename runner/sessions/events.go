@@ -64,3 +64,35 @@ func isClosed(c chan struct{}) bool {
 		return false
 	}
 }
+
+// Messages is the conversation so far as completed items, read from the
+// log, so an ended session still answers.
+func (m *Manager) Messages(ctx context.Context, id string) ([]agent.Item, error) {
+	if _, err := m.get(id); err != nil {
+		return nil, err
+	}
+	var items []agent.Item
+	for ev, err := range m.cfg.Log.Read(ctx, id, 0) {
+		if err != nil {
+			return nil, fmt.Errorf("sessions: read %s: %w", id, err)
+		}
+		var e agent.Event
+		if err := json.Unmarshal(ev.Payload, &e); err != nil {
+			return nil, fmt.Errorf("sessions: event %d of %s: %w", ev.Seq, id, err)
+		}
+		if e.Kind == agent.KindItemCompleted {
+			items = append(items, *e.Item)
+		}
+	}
+	return items, nil
+}
+
+// Diff is what the session changed in its workspace, as its agent
+// reports it (*agent.UnsupportedError where it cannot).
+func (m *Manager) Diff(ctx context.Context, id string) ([]agent.FileChange, error) {
+	s, err := m.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.agent.Diff(ctx)
+}

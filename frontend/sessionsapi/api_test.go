@@ -1,0 +1,272 @@
+package sessionsapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver/claudecli"
+	"github.com/tetherhq/tether/frontend/sessionsapi"
+	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/runner/approvals"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary doubles as the mock claude CLI.
+	if os.Getenv(mockclaude.EnvMain) == "1" {
+		os.Exit(mockclaude.Main())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// server is the API on loopback over a sessions core whose "claude" agent
+// is the mock CLI's demo (a streamed reply, then a Write that asks).
+func server(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &claudecli.Canonical{Base: claude.Options{CLIPath: os.Args[0], ReplaceEnv: true,
+		Env: map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: "demo", "PATH": os.Getenv("PATH")}}}
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": d}, Workspaces: ws, Log: log, Approvals: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sessionsapi.Handler(sessionsapi.Config{Sessions: m,
+		By: func(r *http.Request) string { return r.Header.Get("X-Test-User") }}))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+		srv.Close()
+		_ = log.Close()
+		_ = store.Close()
+	})
+	return srv.URL
+}
+
+// call sends a JSON request and decodes the JSON answer into out (if any).
+func call(t *testing.T, method, url, body string, out any, header ...string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, url, err, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+type sseEvent struct {
+	id    string
+	event agent.Event
+}
+
+// stream reads a session's SSE stream into a channel until it ends.
+func stream(t *testing.T, url, lastID string) <-chan sseEvent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	ch := make(chan sseEvent, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		var cur sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "id: "):
+				cur.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "data: "):
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.event); err != nil {
+					t.Error(err)
+					return
+				}
+			case line == "" && cur.id != "":
+				ch <- cur
+				cur = sseEvent{}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ch
+}
+
+func until(t *testing.T, ch <-chan sseEvent, k agent.Kind, seen *[]sseEvent) sseEvent {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				t.Fatalf("the stream ended before %s", k)
+			}
+			*seen = append(*seen, e)
+			if e.event.Kind == k {
+				return e
+			}
+		case <-timeout:
+			t.Fatalf("no %s on the stream", k)
+		}
+	}
+}
+
+// A client's whole journey: create with a prompt, follow the stream, see
+// the approval listed, answer it (a second answer is told the first),
+// resume the stream from a seq, read the messages, close.
+func TestSessionsAPIJourney(t *testing.T) {
+	base := server(t)
+	var info sessions.Info
+	if code := call(t, "POST", base+"/v1/sessions", `{"agent":"claude","workspace_id":"w1","prompt":"hello"}`, &info); code != 201 || info.ID == "" {
+		t.Fatalf("create: %d %+v", code, info)
+	}
+	events := stream(t, base+"/v1/sessions/"+info.ID+"/events", "")
+	var seen []sseEvent
+	asked := until(t, events, agent.KindApprovalRequested, &seen)
+
+	var pending struct{ Approvals []agent.Approval }
+	if call(t, "GET", base+"/v1/approvals", "", &pending); len(pending.Approvals) != 1 || pending.Approvals[0].ID != asked.event.Approval.ID {
+		t.Fatalf("pending %+v", pending)
+	}
+	resolveURL := fmt.Sprintf("%s/v1/sessions/%s/approvals/%s/resolve", base, info.ID, asked.event.Approval.ID)
+	var won agent.Resolution
+	if code := call(t, "POST", resolveURL, `{"decision":"allow"}`, &won, "X-Test-User", "laptop"); code != 200 || won.By != "laptop" {
+		t.Fatalf("resolve: %d %+v", code, won)
+	}
+	var conflict struct {
+		Error      struct{ Code string }
+		Resolution agent.Resolution
+	}
+	if code := call(t, "POST", resolveURL, `{"decision":"deny"}`, &conflict, "X-Test-User", "phone"); code != 409 ||
+		conflict.Error.Code != "already_resolved" || conflict.Resolution.By != "laptop" {
+		t.Fatalf("second resolve: %d %+v", code, conflict)
+	}
+	until(t, events, agent.KindTurnCompleted, &seen)
+	for i, e := range seen {
+		if e.id != strconv.Itoa(i+1) || e.event.Seq != int64(i+1) {
+			t.Fatalf("event %d has id %s seq %d", i, e.id, e.event.Seq)
+		}
+	}
+
+	// A client that dropped after seq 2 comes back with Last-Event-ID.
+	again := stream(t, base+"/v1/sessions/"+info.ID+"/events", "2")
+	var resumed []sseEvent
+	until(t, again, agent.KindTurnCompleted, &resumed)
+	if resumed[0].id != "3" || len(resumed) != len(seen)-2 {
+		t.Fatalf("resumed from %s with %d events, want 3 and %d", resumed[0].id, len(resumed), len(seen)-2)
+	}
+
+	var msgs struct{ Items []agent.Item }
+	if code := call(t, "GET", base+"/v1/sessions/"+info.ID+"/messages", "", &msgs); code != 200 || len(msgs.Items) == 0 {
+		t.Fatalf("messages: %d %+v", code, msgs)
+	}
+	var apiErr struct{ Error struct{ Code string } }
+	if code := call(t, "GET", base+"/v1/sessions/"+info.ID+"/diff", "", &apiErr); code != 501 || apiErr.Error.Code != "unsupported" {
+		t.Fatalf("diff: %d %+v", code, apiErr)
+	}
+	if code := call(t, "DELETE", base+"/v1/sessions/"+info.ID, "", nil); code != 204 {
+		t.Fatalf("close: %d", code)
+	}
+	end := until(t, events, agent.KindSessionEnded, &seen)
+	if end.event.Session.Reason != "closed" {
+		t.Fatalf("ended %+v", end.event.Session)
+	}
+	if _, open := <-events; open {
+		t.Fatal("the stream went on after session.ended")
+	}
+}
+
+// Bad input gets a clear error in the one shape, never a hang.
+func TestSessionsAPIBadInput(t *testing.T) {
+	base := server(t)
+	cases := []struct {
+		method, path, body string
+		status             int
+		code               string
+		header             []string
+	}{
+		{"POST", "/v1/sessions", `{"agent":"nope","workspace_id":"w"}`, 400, "unknown_agent", nil},
+		{"POST", "/v1/sessions", `{"agent":"claude"}`, 400, "invalid_request", nil},
+		{"POST", "/v1/sessions", `{"agent":"claude","workspace_id":"../x"}`, 400, "invalid_workspace_id", nil},
+		{"POST", "/v1/sessions", `{"agent":"claude","workspace_id":"w","color":"red"}`, 400, "invalid_request", nil},
+		{"POST", "/v1/sessions", `not json`, 400, "invalid_request", nil},
+		{"POST", "/v1/sessions", `{"agent":"` + strings.Repeat("a", sessionsapi.MaxBody) + `"}`, 413, "body_too_large", nil},
+		{"GET", "/v1/sessions/ses_nope", ``, 404, "session_not_found", nil},
+		{"POST", "/v1/sessions/ses_nope/prompt", `{"text":"hi"}`, 404, "session_not_found", nil},
+		{"POST", "/v1/sessions/ses_nope/prompt", `{}`, 400, "invalid_request", nil},
+		{"GET", "/v1/sessions/ses_nope/events", ``, 404, "session_not_found", nil},
+		{"GET", "/v1/sessions/ses_nope/events", ``, 400, "invalid_request", []string{"Last-Event-ID", "minus-one"}},
+		{"POST", "/v1/sessions/ses_nope/approvals/a/resolve", `{"decision":"maybe"}`, 400, "invalid_request", nil},
+		{"POST", "/v1/sessions/ses_nope/approvals/a/resolve", `{"decision":"allow"}`, 404, "approval_not_found", nil},
+		{"GET", "/v1/nothing", ``, 404, "not_found", nil},
+	}
+	for _, tc := range cases {
+		var out struct{ Error struct{ Code, Message string } }
+		if code := call(t, tc.method, base+tc.path, tc.body, &out, tc.header...); code != tc.status || out.Error.Code != tc.code || out.Error.Message == "" {
+			t.Errorf("%s %s: %d %+v, want %d %s", tc.method, tc.path, code, out.Error, tc.status, tc.code)
+		}
+	}
+	// A busy workspace is a conflict, and a prompt during a turn too.
+	var info sessions.Info
+	call(t, "POST", base+"/v1/sessions", `{"agent":"claude","workspace_id":"busy","prompt":"hello"}`, &info)
+	var out struct{ Error struct{ Code string } }
+	if code := call(t, "POST", base+"/v1/sessions", `{"agent":"claude","workspace_id":"busy"}`, &out); code != 409 || out.Error.Code != "workspace_busy" {
+		t.Errorf("busy workspace: %d %+v", code, out)
+	}
+	if code := call(t, "POST", base+"/v1/sessions/"+info.ID+"/prompt", `{"text":"again"}`, &out); code != 409 || out.Error.Code != "turn_in_progress" {
+		t.Errorf("prompt during a turn: %d %+v", code, out)
+	}
+}

@@ -1,0 +1,71 @@
+package sessionsapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+// apiError is the one shape every error has: {"error":{"code","message"}}.
+// Codes are stable; messages are for people.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, map[string]any{"error": apiError{Code: code, Message: message}})
+}
+
+// fail maps the core's errors onto statuses and codes.
+func (a *api) fail(w http.ResponseWriter, err error) {
+	var busy *workspace.BusyError
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		writeError(w, http.StatusNotFound, "session_not_found", err.Error())
+	case errors.Is(err, sessions.ErrUnknownAgent):
+		writeError(w, http.StatusBadRequest, "unknown_agent", err.Error())
+	case errors.Is(err, workspace.ErrInvalidID):
+		writeError(w, http.StatusBadRequest, "invalid_workspace_id", err.Error())
+	case errors.As(err, &busy):
+		writeError(w, http.StatusConflict, "workspace_busy", err.Error())
+	case errors.Is(err, agent.ErrTurnInProgress):
+		writeError(w, http.StatusConflict, "turn_in_progress", err.Error())
+	case errors.Is(err, agent.ErrNoTurn):
+		writeError(w, http.StatusConflict, "no_turn", err.Error())
+	case errors.Is(err, agent.ErrSessionEnded), errors.Is(err, sessions.ErrEnded):
+		writeError(w, http.StatusConflict, "session_ended", err.Error())
+	case errors.Is(err, agent.ErrUnknownApproval):
+		writeError(w, http.StatusNotFound, "approval_not_found", err.Error())
+	case errors.Is(err, agent.ErrUnsupported):
+		writeError(w, http.StatusNotImplemented, "unsupported", err.Error())
+	case errors.Is(err, sessions.ErrShuttingDown):
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
+	default:
+		a.cfg.Logger.Error("sessions API request failed", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal_error", err.Error())
+	}
+}
+
+// readJSON decodes a request body (at most MaxBody, one object, no
+// unknown fields); it answers the error itself and returns false.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body is over %d bytes", MaxBody))
+		return false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request", "the body is not the JSON object expected: "+err.Error())
+		return false
+	}
+	return true
+}

@@ -1,0 +1,93 @@
+package sessionsapi
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
+)
+
+type openAPIDoc struct {
+	OpenAPI    string                                `json:"openapi"`
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+func loadDoc(t *testing.T) openAPIDoc {
+	t.Helper()
+	var doc openAPIDoc
+	if err := json.Unmarshal([]byte(openAPI), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// The document lists exactly the endpoints the handler serves.
+func TestOpenAPIListsEveryRoute(t *testing.T) {
+	doc := loadDoc(t)
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q", doc.OpenAPI)
+	}
+	var documented, served []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if method != "parameters" {
+				documented = append(documented, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	for _, rt := range (&api{}).routes() {
+		served = append(served, rt.method+" "+rt.path)
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Fatalf("documented\n  %v\nserved\n  %v", documented, served)
+	}
+}
+
+// The document's schemas have exactly the fields the Go types encode.
+func TestOpenAPISchemasMatchTypes(t *testing.T) {
+	doc := loadDoc(t)
+	for name, v := range map[string]any{
+		"Session": sessions.Info{}, "Resolution": agent.Resolution{}, "Approval": agent.Approval{},
+		"Item": agent.Item{}, "FileChange": agent.FileChange{}, "Event": agent.Event{}, "Question": agent.Question{},
+		"Capabilities": agent.Capabilities{}, "CreateSession": createBody{}, "Resolve": resolveBody{}, "Prompt": agent.Prompt{},
+	} {
+		schema, ok := doc.Components.Schemas[name]
+		if !ok {
+			t.Errorf("no schema %s", name)
+			continue
+		}
+		var fields, props []string
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if tag != "" && tag != "-" {
+				fields = append(fields, tag)
+			}
+		}
+		for p := range schema.Properties {
+			props = append(props, p)
+		}
+		slices.Sort(fields)
+		slices.Sort(props)
+		if !slices.Equal(fields, props) {
+			t.Errorf("%s: the type encodes %v, the schema lists %v", name, fields, props)
+		}
+		for _, r := range schema.Required {
+			if !slices.Contains(fields, r) {
+				t.Errorf("%s requires %s, which the type lacks", name, r)
+			}
+		}
+	}
+}

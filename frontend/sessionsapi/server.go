@@ -1,0 +1,254 @@
+// Package sessionsapi owns the runner's sessions API: HTTP JSON under /v1
+// for sessions of every agent kind (list, create, get, prompt, interrupt,
+// close, messages, diff) and their approvals (list pending, resolve), and
+// each session's canonical events as a Server-Sent Events stream that
+// resumes from any seq (Last-Event-ID) with nothing lost or repeated. Its
+// OpenAPI 3.1 document is served at /v1/openapi.json. It is a front end
+// over runner/sessions: it knows no agent and does no authentication
+// (the server puts it behind the same auth as protocol v1).
+package sessionsapi
+
+import (
+	_ "embed"
+	"encoding/json"
+	"io"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
+)
+
+//go:embed openapi.json
+var openAPI string
+
+// MaxBody is the largest request body accepted.
+const MaxBody = 1 << 20
+
+// Config configures the API.
+type Config struct {
+	Sessions *sessions.Manager
+	// Heartbeat is how often an idle event stream sends a comment so
+	// proxies keep it open; zero means 15 s.
+	Heartbeat time.Duration
+	// By names who is asking, for the audit of resolutions (the auth
+	// token's name, say); nil leaves it empty.
+	By     func(*http.Request) string
+	Logger *slog.Logger
+}
+
+// Handler serves the API; mount it at "/v1/".
+func Handler(cfg Config) http.Handler {
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &api{cfg: cfg, m: cfg.Sessions}
+	mux := http.NewServeMux()
+	for _, rt := range a.routes() {
+		mux.HandleFunc(rt.method+" "+rt.path, rt.handle)
+	}
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+// route is one endpoint; the OpenAPI document lists exactly these (a test
+// holds them to it).
+type route struct {
+	method, path string
+	handle       http.HandlerFunc
+}
+
+func (a *api) routes() []route {
+	return []route{
+		{"GET", "/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, openAPI)
+		}},
+		{"GET", "/v1/agents", a.agents},
+		{"GET", "/v1/sessions", a.list},
+		{"POST", "/v1/sessions", a.create},
+		{"GET", "/v1/sessions/{id}", a.get},
+		{"DELETE", "/v1/sessions/{id}", a.close},
+		{"POST", "/v1/sessions/{id}/prompt", a.prompt},
+		{"POST", "/v1/sessions/{id}/interrupt", a.interrupt},
+		{"GET", "/v1/sessions/{id}/messages", a.messages},
+		{"GET", "/v1/sessions/{id}/diff", a.diff},
+		{"GET", "/v1/sessions/{id}/events", a.events},
+		{"GET", "/v1/approvals", a.approvals},
+		{"POST", "/v1/sessions/{id}/approvals/{approval}/resolve", a.resolve},
+	}
+}
+
+type api struct {
+	cfg Config
+	m   *sessions.Manager
+}
+
+func (a *api) agents(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"agents": a.m.Agents()})
+}
+
+func (a *api) list(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": a.m.List()})
+}
+
+// createBody is POST /v1/sessions.
+type createBody struct {
+	Agent       string `json:"agent"`
+	WorkspaceID string `json:"workspace_id"`
+	Model       string `json:"model,omitempty"`
+	Resume      string `json:"resume,omitempty"`
+	// Prompt, when set, starts the first turn at once.
+	Prompt string `json:"prompt,omitempty"`
+}
+
+func (a *api) create(w http.ResponseWriter, r *http.Request) {
+	var body createBody
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body.Agent == "" || body.WorkspaceID == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "agent and workspace_id are required")
+		return
+	}
+	info, err := a.m.Create(r.Context(), sessions.CreateRequest{Agent: body.Agent, WorkspaceID: body.WorkspaceID,
+		Model: body.Model, Resume: body.Resume})
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	if body.Prompt != "" {
+		if err := a.m.Prompt(r.Context(), info.ID, body.Prompt); err != nil {
+			a.fail(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusCreated, info)
+}
+
+func (a *api) get(w http.ResponseWriter, r *http.Request) {
+	info, err := a.m.Get(r.PathValue("id"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (a *api) close(w http.ResponseWriter, r *http.Request) {
+	if err := a.m.Close(r.Context(), r.PathValue("id")); err != nil {
+		a.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *api) prompt(w http.ResponseWriter, r *http.Request) {
+	var body agent.Prompt
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body.Text == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "text is required")
+		return
+	}
+	if err := a.m.Prompt(r.Context(), r.PathValue("id"), body.Text); err != nil {
+		a.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (a *api) interrupt(w http.ResponseWriter, r *http.Request) {
+	if err := a.m.Interrupt(r.Context(), r.PathValue("id")); err != nil {
+		a.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (a *api) messages(w http.ResponseWriter, r *http.Request) {
+	items, err := a.m.Messages(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+}
+
+func (a *api) diff(w http.ResponseWriter, r *http.Request) {
+	changes, err := a.m.Diff(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"changes": nonNil(changes)})
+}
+
+func (a *api) approvals(w http.ResponseWriter, _ *http.Request) {
+	recs, err := a.m.Approvals()
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	out := make([]agent.Approval, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, rec.Approval)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+}
+
+// resolveBody is POST …/approvals/{approval}/resolve.
+type resolveBody struct {
+	Decision agent.Decision `json:"decision"`
+	Scope    agent.Scope    `json:"scope,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+	Answers  []string       `json:"answers,omitempty"`
+}
+
+func (a *api) resolve(w http.ResponseWriter, r *http.Request) {
+	var body resolveBody
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body.Decision != agent.Allow && body.Decision != agent.Deny {
+		writeError(w, http.StatusBadRequest, "invalid_request", `decision must be "allow" or "deny"`)
+		return
+	}
+	res := agent.Resolution{ApprovalID: r.PathValue("approval"), Decision: body.Decision, Scope: body.Scope,
+		Reason: body.Reason, Answers: body.Answers, Cause: agent.CauseClient}
+	if a.cfg.By != nil {
+		res.By = a.cfg.By(r)
+	}
+	won, err := a.m.Resolve(r.Context(), r.PathValue("id"), res)
+	var already *agent.AlreadyResolvedError
+	switch {
+	case errors.As(err, &already):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": apiError{Code: "already_resolved", Message: err.Error()},
+			"resolution": already.First})
+	case err != nil:
+		a.fail(w, err)
+	default:
+		writeJSON(w, http.StatusOK, won)
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
