@@ -163,7 +163,7 @@ func (o *Options) pinSessionID() string {
 	case o.Transport != nil || o.Runner != nil || o.Continue || picksSession(o.ExtraArgs):
 		return ""
 	}
-	o.SessionID = newSessionID()
+	o.SessionID = NewSessionID()
 	return o.SessionID
 }
 
@@ -179,8 +179,9 @@ func picksSession(args []string) bool {
 	return false
 }
 
-// newSessionID is a random (version 4) UUID, the form --session-id takes.
-func newSessionID() string {
+// NewSessionID returns a fresh session id: a random (version 4) UUID, the
+// form the CLI's --session-id takes.
+func NewSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40 // version 4

@@ -1,5 +1,6 @@
 // Package server assembles a runner process: the core, its event log,
-// workspaces, the Claude Code driver, the protocol v1 front end behind
+// workspaces, the Claude Code driver, the protocol v1 front end and the
+// sessions API (canonical sessions and durable approvals) behind
 // authentication, health endpoints, TLS and graceful shutdown. cmd/tether
 // only parses flags into a Config and calls Run.
 package server
@@ -18,11 +19,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
+	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/runner"
+	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
 	"github.com/tetherhq/tether/runner/workspace"
 )
 
@@ -50,6 +55,9 @@ type Config struct {
 	MaxConnsPerToken  int
 	MaxFrameSize      int64
 	InitializeTimeout time.Duration
+	// ApprovalTimeout is how long an approval of the sessions API waits
+	// before it is denied; zero means until its session ends.
+	ApprovalTimeout time.Duration
 	// LogCommitWindow is the event log's group-commit window
 	// (eventlog.Options.FlushInterval; 0: its default of 2 ms): longer
 	// means fewer fsyncs, and more of the last frames lost with a crash.
@@ -88,6 +96,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer parts.log.Close()
 	defer parts.proxy.Close()
+	defer parts.approvals.Close()
+	parts.stopExpiry = expireApprovals(parts.sessions, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("server: listen: %w", err)
@@ -150,6 +160,11 @@ func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	log.Info("runner shutting down", "timeout", timeout)
+	p.stopExpiry()
+	// Canonical sessions end first: their event streams (plain HTTP
+	// requests) finish with them, so the server's shutdown does not wait
+	// on them.
+	sessErr := p.sessions.Shutdown(ctx)
 	_ = srv.Shutdown(ctx) // listener closed; hijacked WebSockets end with their sessions
 	err := p.runner.Shutdown(ctx)
 	// Every session is over; connections without one (still before init)
@@ -157,7 +172,30 @@ func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr
 	p.cancelRequests()
 	p.handlers.wait()
 	<-serveErr
-	return err
+	return errors.Join(err, sessErr)
+}
+
+// expireApprovals applies the default decision to overdue approvals every
+// second until the returned stop is called.
+func expireApprovals(m *sessions.Manager, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if _, err := m.Expire(ctx); err != nil {
+					log.Warn("expiring approvals", "err", err)
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // handlers tracks the HTTP handlers still running, hijacked ones included.
@@ -191,10 +229,13 @@ func (h *handlers) wait() {
 }
 
 type parts struct {
-	runner *runner.Runner
-	log    *eventlog.Log
-	v1     *protov1.Server
-	proxy  *apiProxy
+	runner     *runner.Runner
+	log        *eventlog.Log
+	v1         *protov1.Server
+	proxy      *apiProxy
+	sessions   *sessions.Manager
+	approvals  *approvals.Store
+	stopExpiry func()
 
 	handlers       handlers
 	cancelRequests context.CancelFunc
@@ -266,8 +307,25 @@ func assemble(cfg Config, log *slog.Logger) (*parts, error) {
 		elog.Close()
 		return nil, err
 	}
+	store, err := approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil)
+	if err != nil {
+		proxy.Close()
+		elog.Close()
+		return nil, err
+	}
+	// The same Claude Code, under the same policy (CLI, environment,
+	// sandbox), for the sessions API: a workspace is one session's at a
+	// time whichever front end opened it.
+	sess, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": drv.Canonical(nil)},
+		Workspaces: ws, Log: elog, Approvals: store, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log})
+	if err != nil {
+		store.Close()
+		proxy.Close()
+		elog.Close()
+		return nil, err
+	}
 	v1 := &protov1.Server{Runner: r, MaxFrameSize: cfg.MaxFrameSize, Logger: log}
-	return &parts{runner: r, log: elog, v1: v1, proxy: proxy}, nil
+	return &parts{runner: r, log: elog, v1: v1, proxy: proxy, sessions: sess, approvals: store}, nil
 }
 
 func driverConfig(cfg Config, env map[string]string, log *slog.Logger) claudecli.Config {
@@ -321,6 +379,9 @@ func routes(p *parts, tokens *auth.Tokens, cfg Config, log *slog.Logger, shuttin
 	})
 	limiter := auth.NewLimiter(cfg.MaxConnsPerToken)
 	mux.Handle("/sessions", auth.Middleware(tokens, log, limitPerToken(limiter, p.v1)))
+	api := sessionsapi.Handler(sessionsapi.Config{Sessions: p.sessions, Logger: log,
+		By: func(r *http.Request) string { id, _ := auth.IDFromContext(r.Context()); return id }})
+	mux.Handle("/v1/", auth.Middleware(tokens, log, limitPerToken(limiter, api)))
 	return mux
 }
 

@@ -93,6 +93,8 @@ func newServeCmd() *cobra.Command {
 		"`NAMES` of this process's environment variables to hand to agents too, comma-separated (names, not NAME=value)")
 	fl.StringVar(&tokenFile, "auth-token-file", "", "`FILE` with bearer tokens, one per line")
 	fl.DurationVar(&cfg.GracePeriod, "grace", 60*time.Second, "how long a session outlives its connection")
+	fl.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", 30*time.Minute,
+		"how long an approval of the sessions API (/v1) waits for an answer before it is denied (0: until its session ends)")
 	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long turns may run on after SIGTERM")
 	fl.IntVar(&cfg.MaxSessions, "max-sessions", 1000, "live sessions at most (0: no limit)")
 	fl.IntVar(&cfg.MaxConnsPerToken, "max-conns-per-token", 100, "connections per token at most (0: no limit)")

@@ -12,6 +12,9 @@ import (
 // decide is the SDK's CanUseTool: the CLI's question becomes an approval
 // event, and the callback waits for its resolution (or the session's end).
 func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequest) (claude.PermissionResult, error) {
+	if s.rewrite != nil {
+		req.Input = s.rewrite.unwrap(req.Input) // the model's command, not the sandbox's
+	}
 	s.mu.Lock()
 	id := req.ToolUseID
 	if id == "" || s.pending[id] != nil {

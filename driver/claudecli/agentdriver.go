@@ -1,6 +1,7 @@
 package claudecli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
+	cc "github.com/tetherhq/tether/protocol/claudecode"
 )
 
 // Canonical is Claude Code as an agent.Driver: sessions over the SDK,
@@ -35,11 +37,7 @@ func (d *Canonical) Capabilities() agent.Capabilities {
 // Start connects to the CLI; the session's events begin with
 // session.started once the CLI has said who it is.
 func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
-	now := d.Now
-	if now == nil {
-		now = time.Now
-	}
-	s := &canonicalSession{out: newOutbox(64), pending: map[string]*pendingApproval{}, now: now}
+	s := newCanonicalSession(d.Now, nil)
 	opts := d.Base
 	if opts.Runner == nil && req.Workspace != "" {
 		opts.Cwd = req.Workspace
@@ -48,18 +46,39 @@ func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Se
 		opts.Model = req.Model
 	}
 	opts.Resume, opts.ForkSession = req.Resume, req.Fork
-	opts.IncludePartialMessages = true
-	opts.CanUseTool = s.decide
-	client, err := claude.Connect(ctx, opts)
-	if err != nil {
+	s.prepare(&opts)
+	if err := s.connect(ctx, opts); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+func newCanonicalSession(now func() time.Time, rewrite *bashRewriter) *canonicalSession {
+	if now == nil {
+		now = time.Now
+	}
+	return &canonicalSession{out: newOutbox(64), pending: map[string]*pendingApproval{}, now: now, rewrite: rewrite}
+}
+
+// prepare sets what the session needs of the SDK: partial messages for
+// deltas, and its approval callback.
+func (s *canonicalSession) prepare(opts *claude.Options) {
+	opts.IncludePartialMessages = true
+	opts.CanUseTool = s.decide
+}
+
+// connect starts the CLI and the reader.
+func (s *canonicalSession) connect(ctx context.Context, opts claude.Options) error {
+	client, err := claude.Connect(ctx, opts)
+	if err != nil {
+		return err
+	}
 	s.client = client
-	s.mapper = newCanonicalMapper(client.SessionID(), now)
+	s.mapper = newCanonicalMapper(client.SessionID(), s.now)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.read()
-	return s, nil
+	return nil
 }
 
 // canonicalSession is one Claude Code conversation. One goroutine reads
@@ -67,10 +86,13 @@ func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Se
 // mapper is shared under mu and events leave in the order they were made.
 type canonicalSession struct {
 	client *claude.Client
-	now    func() time.Time
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// rewrite is the sandbox's Bash rewrite, whose wrapping every event
+	// and approval is cleared of; nil without a sandbox.
+	rewrite *bashRewriter
+	now     func() time.Time
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 
 	mu      sync.Mutex
 	mapper  *canonicalMapper
@@ -101,6 +123,7 @@ func (s *canonicalSession) read() {
 			failure = err
 			break
 		}
+		msg = s.unwrapped(msg)
 		s.mu.Lock()
 		events := s.mapper.message(msg)
 		if _, ok := msg.(*claude.ResultMessage); ok {
@@ -214,4 +237,21 @@ func (s *canonicalSession) Close() error {
 		s.wg.Wait()
 	})
 	return err
+}
+
+// unwrapped is msg with the sandbox's wrapping of Bash commands replaced
+// by the model's own command, so every event shows what the model asked.
+func (s *canonicalSession) unwrapped(msg claude.Message) claude.Message {
+	if s.rewrite == nil {
+		return msg
+	}
+	line := s.rewrite.unwrap(msg.Raw())
+	if bytes.Equal(line, msg.Raw()) {
+		return msg
+	}
+	clean, err := cc.Parse(line)
+	if err != nil {
+		return msg
+	}
+	return clean
 }

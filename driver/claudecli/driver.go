@@ -78,13 +78,36 @@ func (d *Driver) Validate(opts json.RawMessage) error {
 
 // Start implements runner.AgentDriver.
 func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent, error) {
-	o, err := ParseOptions(spec.Options)
+	opts, cmd, rewrite, err := d.launch(spec, nil)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := workingDir(spec.Workspace, o.Cwd)
+	if spec.Relay {
+		conn, err := cmd.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return newRelayAgent(conn, rewrite, d.logger()), nil
+	}
+	client, err := claude.Connect(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	return newSDKAgent(client, rewrite), nil
+}
+
+// launch applies the runner's policy to a session: its options, checked;
+// no settings files; the CLI's command, sandboxed; the Bash rewrite. The
+// options it returns run that command (Transport) with the rewrite's hook.
+// prepare, if set, adjusts the options before the command line is built.
+func (d *Driver) launch(spec runner.AgentSpec, prepare func(*claude.Options)) (claude.Options, *transport.Command, *bashRewriter, error) {
+	o, err := ParseOptions(spec.Options)
+	if err != nil {
+		return claude.Options{}, nil, nil, err
+	}
+	dir, err := workingDir(spec.Workspace, o.Cwd)
+	if err != nil {
+		return claude.Options{}, nil, nil, err
 	}
 	opts := claude.Options{Cwd: dir, ReplaceEnv: true, Env: d.env(spec.Home), Logger: d.cfg.Logger,
 		InitializeTimeout: d.cfg.InitializeTimeout, ShutdownGrace: d.cfg.ShutdownGrace}
@@ -108,27 +131,19 @@ func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent
 	} else {
 		opts.SessionID = spec.SessionID
 	}
+	if prepare != nil {
+		prepare(&opts)
+	}
 	cmd, policy, err := d.command(&opts, spec)
 	if err != nil {
-		return nil, err
+		return claude.Options{}, nil, nil, err
 	}
 	rewrite := d.bashRewrite(policy, o.ToolNetwork)
-	if spec.Relay {
-		conn, err := cmd.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return newRelayAgent(conn, rewrite, d.logger()), nil
-	}
 	opts.Transport = cmd
 	if rewrite != nil {
 		opts.Hooks = map[string][]claude.HookMatcher{"PreToolUse": {{Matcher: "Bash", Hooks: []claude.HookFunc{rewrite.hook}}}}
 	}
-	client, err := claude.Connect(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newSDKAgent(client, rewrite), nil
+	return opts, cmd, rewrite, nil
 }
 
 func (d *Driver) logger() *slog.Logger {

@@ -103,7 +103,34 @@ func New(cfg Config) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, log: log, sessions: map[string]*session{}}, nil
+	m := &Manager{cfg: cfg, log: log, sessions: map[string]*session{}}
+	if err := m.settleOrphans(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// settleOrphans denies the approvals a previous run left pending: their
+// sessions' agents are gone with it, so nothing could act on an answer,
+// and nobody should wait for one.
+func (m *Manager) settleOrphans() error {
+	pending, err := m.cfg.Approvals.Pending()
+	if err != nil {
+		return fmt.Errorf("sessions: approvals: %w", err)
+	}
+	done := map[string]bool{}
+	for _, rec := range pending {
+		id := rec.Approval.SessionID
+		if done[id] {
+			continue
+		}
+		done[id] = true
+		if _, err := m.cfg.Approvals.ResolveSession(id, agent.CauseTurnEnded, "the runner restarted"); err != nil {
+			return fmt.Errorf("sessions: approvals of %s: %w", id, err)
+		}
+		m.log.Info("approvals of a session from before the restart denied", "session", id)
+	}
+	return nil
 }
 
 // Agents lists the agent kinds and what each can do.

@@ -242,3 +242,33 @@ func TestApprovalExpires(t *testing.T) {
 		t.Fatalf("%d declined file changes", declined)
 	}
 }
+
+// Approvals a previous run left pending are settled when the core starts
+// again: denied, with the reason, never waiting forever.
+func TestRestartSettlesOrphanedApprovals(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "approvals.db")
+	store, err := approvals.Open(path, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Add(agent.Approval{ID: "a1", SessionID: "ses_old", Kind: agent.ApprovalTool, Title: "Bash: ls"}); err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
+	log, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	defer store.Close()
+	if _, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": &claudecli.Canonical{}},
+		Workspaces: ws, Log: log, Approvals: store}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.Get("ses_old", "a1")
+	if err != nil || rec.Pending() || rec.Resolution.Decision != agent.Deny || rec.Resolution.Reason != "the runner restarted" {
+		t.Fatalf("orphan after restart: %+v %v", rec, err)
+	}
+}
