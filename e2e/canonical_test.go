@@ -166,4 +166,3 @@ func (w *watchedSession) count(k agent.Kind) int {
 	}
 	return n
 }
-

@@ -254,7 +254,9 @@ func TestSessionsAPIBadInput(t *testing.T) {
 		{"GET", "/v1/nothing", ``, 404, "not_found", nil},
 	}
 	for _, tc := range cases {
-		var out struct{ Error struct{ Code, Message string } }
+		var out struct {
+			Error struct{ Code, Message string }
+		}
 		if code := call(t, tc.method, base+tc.path, tc.body, &out, tc.header...); code != tc.status || out.Error.Code != tc.code || out.Error.Message == "" {
 			t.Errorf("%s %s: %d %+v, want %d %s", tc.method, tc.path, code, out.Error, tc.status, tc.code)
 		}

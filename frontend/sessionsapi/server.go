@@ -11,8 +11,8 @@ package sessionsapi
 import (
 	_ "embed"
 	"encoding/json"
-	"io"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
