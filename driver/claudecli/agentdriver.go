@@ -75,6 +75,11 @@ func (s *canonicalSession) connect(ctx context.Context, opts claude.Options) err
 	}
 	s.client = client
 	s.mapper = newCanonicalMapper(client.SessionID(), s.now)
+	cwd := opts.Cwd
+	if opts.Runner != nil {
+		cwd = "" // a directory on the runner, which the runner's own events name
+	}
+	s.out.add(s.mapper.startSession(client.SessionID(), opts.Model, cwd))
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.read()

@@ -64,6 +64,17 @@ func (m *canonicalMapper) ensureTurn() []agent.Event {
 	return []agent.Event{m.event(agent.KindTurnStarted, nil)}
 }
 
+// startSession reports the session's start before the CLI has said
+// anything (it writes system/init only with the first turn); that init
+// then maps to nothing.
+func (m *canonicalMapper) startSession(nativeID, model, cwd string) agent.Event {
+	m.started = true
+	e := m.event(agent.KindSessionStarted, nil)
+	e.TurnID = ""
+	e.Session = &agent.SessionInfo{Agent: "claude", NativeID: nativeID, Model: model, Cwd: cwd}
+	return e
+}
+
 // startTurn is the driver sending a prompt: the turn starts with the
 // user's message.
 func (m *canonicalMapper) startTurn(prompt string) []agent.Event {

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,14 +16,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/internal/mockclaude"
-	"github.com/tetherhq/tether/runner/approvals"
-	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/internal/runnertest"
 	"github.com/tetherhq/tether/runner/sessions"
-	"github.com/tetherhq/tether/runner/workspace"
 )
 
 func TestMain(m *testing.M) {
@@ -40,36 +34,7 @@ func TestMain(m *testing.M) {
 // is the mock CLI's demo (a streamed reply, then a Write that asks).
 func server(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &claudecli.Canonical{Base: claude.Options{CLIPath: os.Args[0], ReplaceEnv: true,
-		Env: map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: "demo", "PATH": os.Getenv("PATH")}}}
-	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": d}, Workspaces: ws, Log: log, Approvals: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sessionsapi.Handler(sessionsapi.Config{Sessions: m,
-		By: func(r *http.Request) string { return r.Header.Get("X-Test-User") }}))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = m.Shutdown(ctx)
-		srv.Close()
-		_ = log.Close()
-		_ = store.Close()
-	})
-	return srv.URL
+	return runnertest.SessionsAPI(t, map[string]agent.Driver{"claude": runnertest.MockClaude("demo")})
 }
 
 // call sends a JSON request and decodes the JSON answer into out (if any).

@@ -1,6 +1,7 @@
-// Package runnertest owns the in-process runner core that tests and
+// Package runnertest owns the in-process runner cores that tests and
 // benchmarks start on a directory: its event log, workspaces, the Claude
-// driver and the runner, laid out as `tether serve` lays them out.
+// driver and the runner, laid out as `tether serve` lays them out; and the
+// sessions API over a sessions core with the drivers a test gives it.
 package runnertest
 
 import (
