@@ -68,7 +68,8 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newRunCmd(), newServeCmd(), newVersionCmd(), newMockCmd())
+	root.AddCommand(newRunCmd(), newServeCmd(), newVersionCmd(), newMockCmd(),
+		newSessionsCmd(), newApprovalsCmd(), newApproveCmd(), newDenyCmd(), newAttachCmd())
 	return root
 }
 

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/runner/approvals"
@@ -15,6 +16,9 @@ func (m *Manager) Approvals() ([]approvals.Record, error) { return m.cfg.Approva
 // the winner is then handed to the agent. A later answer gets
 // *agent.AlreadyResolvedError with the first.
 func (m *Manager) Resolve(ctx context.Context, sessionID string, r agent.Resolution) (agent.Resolution, error) {
+	if err := m.checkScope(sessionID, r.Scope); err != nil {
+		return agent.Resolution{}, err
+	}
 	won, err := m.cfg.Approvals.Resolve(sessionID, r)
 	if err != nil {
 		return agent.Resolution{}, err
@@ -41,4 +45,20 @@ func (m *Manager) Expire(ctx context.Context) ([]approvals.Record, error) {
 		}
 	}
 	return expired, err
+}
+
+// checkScope refuses an allow's scope the session's agent does not have,
+// before anything is decided: the approval stays open for a good answer.
+func (m *Manager) checkScope(sessionID string, scope agent.Scope) error {
+	if scope == "" || scope == agent.ScopeOnce {
+		return nil
+	}
+	s, err := m.get(sessionID)
+	if err != nil {
+		return nil // an ended session's approval: the store answers
+	}
+	if !slices.Contains(m.cfg.Drivers[s.info.Agent].Capabilities().Scopes, scope) {
+		return &agent.UnsupportedError{Agent: s.info.Agent, Capability: "allow with scope " + string(scope)}
+	}
+	return nil
 }

@@ -151,6 +151,9 @@ func TestSessionLifecycle(t *testing.T) {
 	if got, _ := m.Get(info.ID); got.State != sessions.StateRunning {
 		t.Fatalf("state %s during a turn", got.State)
 	}
+	if _, err := m.Resolve(ctx(t), info.ID, agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Allow, Scope: agent.ScopeAlways}); !errors.Is(err, agent.ErrUnsupported) {
+		t.Fatalf("a scope the agent lacks: %v", err)
+	}
 	won, err := m.Resolve(ctx(t), info.ID, agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Allow, By: "laptop"})
 	if err != nil || won.By != "laptop" {
 		t.Fatalf("resolve: %+v %v", won, err)
