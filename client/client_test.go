@@ -183,3 +183,45 @@ func TestClientUnauthorized(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The runner-wide feed through the client: both sessions' starts, with
+// positions that resume.
+func TestClientFeed(t *testing.T) {
+	base := runnertest.SessionsAPI(t, map[string]agent.Driver{"claude": runnertest.MockClaude("demo")})
+	c := &client.Client{BaseURL: base}
+	ctx, stop := context.WithCancel(ctxFor(t))
+	defer stop()
+	a, err := c.Create(ctx, client.CreateRequest{Agent: "claude", WorkspaceID: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Create(ctx, client.CreateRequest{Agent: "claude", WorkspaceID: "w2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]uint64{}
+	for fe, err := range c.Feed(ctx, 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fe.Event.Kind == agent.KindSessionStarted {
+			started[fe.Event.SessionID] = fe.Pos
+		}
+		if len(started) == 2 {
+			break
+		}
+	}
+	if started[a.ID] == 0 || started[b.ID] == 0 || started[a.ID] == started[b.ID] {
+		t.Fatalf("started at %v", started)
+	}
+	last := max(started[a.ID], started[b.ID])
+	if err := c.Close(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	for fe, err := range c.Feed(ctx, last, 0) {
+		if err != nil || fe.Pos != last+1 {
+			t.Fatalf("resumed feed: %+v %v", fe, err)
+		}
+		break
+	}
+}

@@ -25,36 +25,60 @@ const MaxEventSize = 16 << 20
 // retries failed attempts in a row (0 means 5), waiting a little longer
 // each time.
 func (c *Client) Events(ctx context.Context, id string, after uint64, retries int) iter.Seq2[agent.Event, error] {
+	path := "/v1/sessions/" + url.PathEscape(id) + "/events"
+	return func(yield func(agent.Event, error) bool) {
+		c.follow(ctx, path, after, retries, true, func(_ uint64, e agent.Event, err error) bool { return yield(e, err) })
+	}
+}
+
+// FeedEvent is an event of the runner-wide feed and its position there.
+type FeedEvent struct {
+	Pos   uint64
+	Event agent.Event
+}
+
+// Feed yields every session's events from feed position `after` on, live,
+// until ctx ends; it reconnects as Events does.
+func (c *Client) Feed(ctx context.Context, after uint64, retries int) iter.Seq2[FeedEvent, error] {
+	return func(yield func(FeedEvent, error) bool) {
+		c.follow(ctx, "/v1/events", after, retries, false, func(pos uint64, e agent.Event, err error) bool {
+			return yield(FeedEvent{Pos: pos, Event: e}, err)
+		})
+	}
+}
+
+// follow reads an event stream at path, reconnecting from the last id
+// seen; untilEnd stops after session.ended.
+func (c *Client) follow(ctx context.Context, path string, after uint64, retries int, untilEnd bool, yield func(uint64, agent.Event, error) bool) {
 	if retries <= 0 {
 		retries = 5
 	}
-	return func(yield func(agent.Event, error) bool) {
-		failures := 0
-		for {
-			ended, progressed, err := c.streamOnce(ctx, id, &after, yield)
-			switch {
-			case ended:
-				return
-			case err != nil && !retryable(err):
-				yield(agent.Event{}, err)
-				return
-			case ctx.Err() != nil:
-				yield(agent.Event{}, ctx.Err())
-				return
-			}
-			if progressed {
-				failures = 0
-			}
-			if failures++; failures > retries {
-				yield(agent.Event{}, fmt.Errorf("client: event stream of %s: gave up after %d attempts: %w", id, retries, err))
-				return
-			}
-			select {
-			case <-time.After(time.Duration(failures) * c.backoff()):
-			case <-ctx.Done():
-				yield(agent.Event{}, ctx.Err())
-				return
-			}
+	fail := func(err error) { yield(0, agent.Event{}, err) }
+	failures := 0
+	for {
+		ended, progressed, err := c.streamOnce(ctx, path, &after, untilEnd, yield)
+		switch {
+		case ended:
+			return
+		case err != nil && !retryable(err):
+			fail(err)
+			return
+		case ctx.Err() != nil:
+			fail(ctx.Err())
+			return
+		}
+		if progressed {
+			failures = 0
+		}
+		if failures++; failures > retries {
+			fail(fmt.Errorf("client: event stream %s: gave up after %d attempts: %w", path, retries, err))
+			return
+		}
+		select {
+		case <-time.After(time.Duration(failures) * c.backoff()):
+		case <-ctx.Done():
+			fail(ctx.Err())
+			return
 		}
 	}
 }
@@ -71,9 +95,10 @@ func retryable(err error) bool {
 }
 
 // streamOnce reads one connection's events; ended says the session's end
-// was seen (or the caller stopped), progressed that events came.
-func (c *Client) streamOnce(ctx context.Context, id string, after *uint64, yield func(agent.Event, error) bool) (ended, progressed bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base()+"/v1/sessions/"+url.PathEscape(id)+"/events", nil)
+// was seen (or the caller stopped), progressed that events came. after
+// follows the stream's ids.
+func (c *Client) streamOnce(ctx context.Context, path string, after *uint64, untilEnd bool, yield func(uint64, agent.Event, error) bool) (ended, progressed bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base()+path, nil)
 	if err != nil {
 		return false, false, err
 	}
@@ -95,10 +120,15 @@ func (c *Client) streamOnce(ctx context.Context, id string, after *uint64, yield
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), MaxEventSize)
 	var data strings.Builder
+	var id uint64
 	for sc.Scan() {
 		line := sc.Text()
 		if d, ok := strings.CutPrefix(line, "data: "); ok {
 			data.WriteString(d)
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id, _ = strconv.ParseUint(v, 10, 64)
 			continue
 		}
 		if line != "" || data.Len() == 0 {
@@ -112,11 +142,11 @@ func (c *Client) streamOnce(ctx context.Context, id string, after *uint64, yield
 		if e.Kind == "" { // a stream_error: the runner says why it stopped
 			continue
 		}
-		*after, progressed = uint64(e.Seq), true
-		if !yield(e, nil) {
+		*after, progressed = id, true
+		if !yield(id, e, nil) {
 			return true, true, errStopped
 		}
-		if e.Kind == agent.KindSessionEnded {
+		if untilEnd && e.Kind == agent.KindSessionEnded {
 			return true, true, nil
 		}
 	}

@@ -237,3 +237,43 @@ func TestSessionsAPIBadInput(t *testing.T) {
 		t.Errorf("prompt during a turn: %d %+v", code, out)
 	}
 }
+
+// The runner-wide stream: every session's events, numbered by the feed,
+// resumable from a position.
+func TestSessionsAPIFeed(t *testing.T) {
+	base := server(t)
+	var ids []string
+	for _, w := range []string{"w1", "w2"} {
+		var info sessions.Info
+		if code := call(t, "POST", base+"/v1/sessions", `{"agent":"claude","workspace_id":"`+w+`"}`, &info); code != 201 {
+			t.Fatalf("create: %d", code)
+		}
+		ids = append(ids, info.ID)
+	}
+	feed := stream(t, base+"/v1/events", "")
+	var seen []sseEvent
+	sessionsSeen := map[string]bool{}
+	for len(sessionsSeen) < 2 {
+		e := until(t, feed, agent.KindSessionStarted, &seen)
+		sessionsSeen[e.event.SessionID] = true
+	}
+	for _, id := range ids {
+		if !sessionsSeen[id] {
+			t.Fatalf("the feed did not carry %s", id)
+		}
+	}
+	for i, e := range seen {
+		if e.id != strconv.Itoa(i+1) {
+			t.Fatalf("feed ids %v", seen)
+		}
+	}
+	if code := call(t, "DELETE", base+"/v1/sessions/"+ids[0], "", nil); code != 204 {
+		t.Fatalf("close: %d", code)
+	}
+	again := stream(t, base+"/v1/events", strconv.Itoa(len(seen)))
+	var after []sseEvent
+	end := until(t, again, agent.KindSessionEnded, &after)
+	if after[0].id != strconv.Itoa(len(seen)+1) || end.event.SessionID != ids[0] {
+		t.Fatalf("resumed at %s, ended %s", after[0].id, end.event.SessionID)
+	}
+}

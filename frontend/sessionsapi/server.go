@@ -81,6 +81,7 @@ func (a *api) routes() []route {
 		{"GET", "/v1/sessions/{id}/messages", a.messages},
 		{"GET", "/v1/sessions/{id}/diff", a.diff},
 		{"GET", "/v1/sessions/{id}/events", a.events},
+		{"GET", "/v1/events", a.feed},
 		{"GET", "/v1/approvals", a.approvals},
 		{"POST", "/v1/sessions/{id}/approvals/{approval}/resolve", a.resolve},
 	}

@@ -27,6 +27,44 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
+	a.stream(w, r, func(ctx context.Context, send func(uint64, agent.Event) bool) error {
+		for e, err := range a.m.Events(ctx, id, after) {
+			if err != nil {
+				return err
+			}
+			if !send(uint64(e.Seq), e) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// feed streams every session's events, as events does one session's;
+// `id:` is the position in the runner-wide feed. It never ends by itself.
+func (a *api) feed(w http.ResponseWriter, r *http.Request) {
+	after, ok := resumeFrom(r)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "invalid_request", "Last-Event-ID and after must be a position (a non-negative integer)")
+		return
+	}
+	a.stream(w, r, func(ctx context.Context, send func(uint64, agent.Event) bool) error {
+		for fe, err := range a.m.Feed(ctx, after) {
+			if err != nil {
+				return err
+			}
+			if !send(fe.Pos, fe.Event) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// stream answers with an event stream fed by produce, which runs on a
+// goroutine of its own until it returns or the request ends; idle
+// streams get a keep-alive comment every Heartbeat.
+func (a *api) stream(w http.ResponseWriter, r *http.Request, produce func(context.Context, func(uint64, agent.Event) bool) error) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "internal_error", "streaming is not supported here")
@@ -40,30 +78,34 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 
 	ctx, cancel := context.WithCancel(r.Context())
-	events := make(chan agent.Event)
+	type item struct {
+		id uint64
+		e  agent.Event
+	}
+	items := make(chan item)
 	failed := make(chan error, 1)
 	done := make(chan struct{})
-	defer func() { cancel(); <-done }() // the reader ends with the request
+	defer func() { cancel(); <-done }() // the producer ends with the request
 	go func() {
 		defer close(done)
-		defer close(events)
-		for e, err := range a.m.Events(ctx, id, after) {
-			if err != nil {
-				failed <- err
-				return
-			}
+		defer close(items)
+		err := produce(ctx, func(id uint64, e agent.Event) bool {
 			select {
-			case events <- e:
+			case items <- item{id, e}:
+				return true
 			case <-ctx.Done():
-				return
+				return false
 			}
+		})
+		if err != nil && ctx.Err() == nil {
+			failed <- err
 		}
 	}()
 	beat := time.NewTicker(a.cfg.Heartbeat)
 	defer beat.Stop()
 	for {
 		select {
-		case e, ok := <-events:
+		case it, ok := <-items:
 			if !ok {
 				select {
 				case err := <-failed:
@@ -73,7 +115,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 				flusher.Flush()
 				return
 			}
-			if err := writeSSE(w, e); err != nil {
+			if err := writeSSE(w, it.id, it.e); err != nil {
 				return
 			}
 			flusher.Flush()
@@ -101,12 +143,12 @@ func resumeFrom(r *http.Request) (uint64, bool) {
 	return n, err == nil
 }
 
-func writeSSE(w http.ResponseWriter, e agent.Event) error {
+func writeSSE(w http.ResponseWriter, id uint64, e agent.Event) error {
 	data, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
+	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", id, e.Kind, data)
 	return err
 }
 

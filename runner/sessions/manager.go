@@ -89,6 +89,7 @@ type Manager struct {
 	sessions map[string]*session
 	closing  bool
 	wg       sync.WaitGroup
+	feed     *feed
 }
 
 // New checks cfg and returns a Manager.
@@ -103,7 +104,7 @@ func New(cfg Config) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: log, sessions: map[string]*session{}}
+	m := &Manager{cfg: cfg, log: log, sessions: map[string]*session{}, feed: newFeed()}
 	if err := m.settleOrphans(); err != nil {
 		return nil, err
 	}

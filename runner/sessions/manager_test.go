@@ -275,3 +275,61 @@ func TestRestartSettlesOrphanedApprovals(t *testing.T) {
 		t.Fatalf("orphan after restart: %+v %v", rec, err)
 	}
 }
+
+// The runner-wide feed carries every session's events once, in the order
+// they were logged, and resumes from a position.
+func TestFeed(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
+	m := newManager(t, c, 0)
+	var ids []string
+	for _, w := range []string{"w1", "w2"} {
+		info, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "claude", WorkspaceID: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, info.ID)
+	}
+	for _, id := range ids {
+		if err := m.Close(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feedCtx, stop := context.WithCancel(ctx(t))
+	defer stop()
+	var all []sessions.FeedEvent
+	next := map[string]int64{}
+	for fe, err := range m.Feed(feedCtx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, fe)
+		if fe.Pos != uint64(len(all)) || fe.Event.Seq != next[fe.Event.SessionID]+1 {
+			t.Fatalf("feed event %d: pos %d, %s seq %d", len(all), fe.Pos, fe.Event.SessionID, fe.Event.Seq)
+		}
+		next[fe.Event.SessionID] = fe.Event.Seq
+		if ended := fe.Event.Kind == agent.KindSessionEnded; ended && len(next) == 2 && allEnded(all) {
+			break
+		}
+	}
+	for _, id := range ids {
+		if info, _ := m.Get(id); next[id] != int64(info.LastSeq) {
+			t.Fatalf("the feed has %d events of %s, the session %d", next[id], id, info.LastSeq)
+		}
+	}
+	for fe, err := range m.Feed(feedCtx, 2) {
+		if err != nil || fe.Pos != 3 || fe.Event.Kind != all[2].Event.Kind {
+			t.Fatalf("resumed feed: %+v %v", fe, err)
+		}
+		break
+	}
+}
+
+func allEnded(feed []sessions.FeedEvent) bool {
+	n := 0
+	for _, fe := range feed {
+		if fe.Event.Kind == agent.KindSessionEnded {
+			n++
+		}
+	}
+	return n == 2
+}

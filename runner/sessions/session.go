@@ -116,7 +116,8 @@ func (s *session) append(ctx context.Context, e *agent.Event) error {
 	close(s.appended)
 	s.appended = make(chan struct{})
 	s.mu.Unlock()
-	return nil
+	e.Seq = int64(seq)
+	return s.m.feed.append(ctx, s.m.cfg.Log, e)
 }
 
 // close ends the agent and waits for the pump to log its end.

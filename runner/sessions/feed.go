@@ -1,0 +1,86 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/eventlog"
+)
+
+// FeedName is the event log's name for the runner-wide feed: every
+// session's events, each once more, numbered in the order they were
+// logged. Session ids never take this form.
+const FeedName = "runner-feed"
+
+// FeedEvent is one event of the runner-wide feed: Pos is its place in the
+// feed (what a client resumes from); the event keeps its session and seq.
+type FeedEvent struct {
+	Pos   uint64      `json:"pos"`
+	Event agent.Event `json:"event"`
+}
+
+// feed wakes the readers of the runner-wide feed.
+type feed struct {
+	mu       sync.Mutex
+	appended chan struct{}
+}
+
+func newFeed() *feed { return &feed{appended: make(chan struct{})} }
+
+func (f *feed) append(ctx context.Context, log *eventlog.Log, e *agent.Event) error {
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if _, err := log.Append(ctx, FeedName, payload); err != nil {
+		return fmt.Errorf("sessions: feed: %w", err)
+	}
+	f.mu.Lock()
+	close(f.appended)
+	f.appended = make(chan struct{})
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *feed) woken() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.appended
+}
+
+// Feed yields every session's events, in the order they were logged, from
+// feed position `after` on, then live until ctx ends. A reader that comes
+// back with the last Pos it saw misses nothing and sees nothing twice
+// (while the feed still holds it: the log's retention applies).
+func (m *Manager) Feed(ctx context.Context, after uint64) iter.Seq2[FeedEvent, error] {
+	return func(yield func(FeedEvent, error) bool) {
+		for {
+			woken := m.feed.woken()
+			for ev, err := range m.cfg.Log.Read(ctx, FeedName, after) {
+				if err != nil {
+					yield(FeedEvent{}, fmt.Errorf("sessions: feed after %d: %w", after, err))
+					return
+				}
+				var e agent.Event
+				if err := json.Unmarshal(ev.Payload, &e); err != nil {
+					yield(FeedEvent{}, fmt.Errorf("sessions: feed event %d: %w", ev.Seq, err))
+					return
+				}
+				after = ev.Seq
+				if !yield(FeedEvent{Pos: ev.Seq, Event: e}, nil) {
+					return
+				}
+			}
+			select {
+			case <-woken:
+			case <-ctx.Done():
+				yield(FeedEvent{}, ctx.Err())
+				return
+			}
+		}
+	}
+}
