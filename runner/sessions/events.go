@@ -12,7 +12,9 @@ import (
 // Events yields the session's events with seq > after: first what the log
 // holds, then live as they are logged, until the session has ended and
 // its last event was yielded. Every event comes once, in seq order, with
-// its Seq set, whether the reader is early, late or reconnecting.
+// its Seq set, whether the reader is early, late or reconnecting. Live
+// events come from memory; a reader that falls far behind catches up from
+// the log.
 func (m *Manager) Events(ctx context.Context, id string, after uint64) iter.Seq2[agent.Event, error] {
 	return func(yield func(agent.Event, error) bool) {
 		s, err := m.get(id)
@@ -21,50 +23,72 @@ func (m *Manager) Events(ctx context.Context, id string, after uint64) iter.Seq2
 			return
 		}
 		for {
-			// Take the wake-up channel before reading, so an append
-			// between the read and the wait is not missed.
-			s.mu.Lock()
-			woken, last := s.appended, s.info.LastSeq
-			s.mu.Unlock()
-			ended := isClosed(s.done)
-			for ev, err := range m.cfg.Log.Read(ctx, id, after) {
-				if err != nil {
-					yield(agent.Event{}, fmt.Errorf("sessions: read %s after %d: %w", id, after, err))
-					return
-				}
-				var e agent.Event
-				if err := json.Unmarshal(ev.Payload, &e); err != nil {
-					yield(agent.Event{}, fmt.Errorf("sessions: event %d of %s: %w", ev.Seq, id, err))
-					return
-				}
-				e.Seq, after = int64(ev.Seq), ev.Seq
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if ended && after >= last {
+			// Subscribed before reading the log: what is logged meanwhile
+			// is in both, and the seq tells which to skip.
+			sub := s.subscribe()
+			var ok bool
+			if after, ok = m.replay(ctx, id, after, yield); !ok {
+				s.unsubscribe(sub)
 				return
 			}
-			select {
-			case <-woken:
-			case <-s.done:
-			case <-ctx.Done():
-				yield(agent.Event{}, ctx.Err())
+			if !m.live(ctx, s, sub, &after, yield) {
+				return
+			}
+			if !s.lagged(sub) {
+				// Ended; the log has everything the channel may have
+				// missed before the subscription.
+				m.replay(ctx, id, after, yield)
 				return
 			}
 		}
 	}
 }
 
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
+// live yields what the subscription brings until its channel closes
+// (true: the caller looks at why) or the reader stops (false).
+func (m *Manager) live(ctx context.Context, s *session, sub *subscriber, after *uint64, yield func(agent.Event, error) bool) bool {
+	for {
+		select {
+		case e, open := <-sub.ch:
+			if !open {
+				return true
+			}
+			if uint64(e.Seq) <= *after {
+				continue
+			}
+			*after = uint64(e.Seq)
+			if !yield(e, nil) {
+				s.unsubscribe(sub)
+				return false
+			}
+		case <-ctx.Done():
+			s.unsubscribe(sub)
+			yield(agent.Event{}, ctx.Err())
+			return false
+		}
 	}
 }
 
+// replay yields the logged events after `after`; it returns the last seq
+// yielded and whether to go on.
+func (m *Manager) replay(ctx context.Context, id string, after uint64, yield func(agent.Event, error) bool) (uint64, bool) {
+	for ev, err := range m.cfg.Log.Read(ctx, id, after) {
+		if err != nil {
+			yield(agent.Event{}, fmt.Errorf("sessions: read %s after %d: %w", id, after, err))
+			return after, false
+		}
+		var e agent.Event
+		if err := json.Unmarshal(ev.Payload, &e); err != nil {
+			yield(agent.Event{}, fmt.Errorf("sessions: event %d of %s: %w", ev.Seq, id, err))
+			return after, false
+		}
+		e.Seq, after = int64(ev.Seq), ev.Seq
+		if !yield(e, nil) {
+			return after, false
+		}
+	}
+	return after, true
+}
 // Messages is the conversation so far as completed items, read from the
 // log, so an ended session still answers.
 func (m *Manager) Messages(ctx context.Context, id string) ([]agent.Item, error) {

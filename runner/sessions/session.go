@@ -19,15 +19,17 @@ type session struct {
 
 	mu   sync.Mutex
 	info Info
-	// appended is closed and replaced at every logged event, waking the
-	// readers that follow the session live.
-	appended chan struct{}
-	done     chan struct{} // closed when the pump has logged the last event
-	closing  sync.Once
+	// subs are readers following live: each logged event is handed to
+	// them from memory, so a live reader never waits on the log's disk.
+	subs    map[*subscriber]bool
+	ended   bool
+	done    chan struct{} // closed when the pump has logged the last event
+	closing sync.Once
 }
 
 func newSession(m *Manager, info Info, a agent.Session, ws *workspace.Workspace) *session {
-	return &session{m: m, agent: a, ws: ws, info: info, appended: make(chan struct{}), done: make(chan struct{})}
+	return &session{m: m, agent: a, ws: ws, info: info, done: make(chan struct{}),
+		subs: map[*subscriber]bool{}}
 }
 
 func (s *session) snapshot() Info {
@@ -62,6 +64,11 @@ func (s *session) pump() {
 	}
 	s.mu.Lock()
 	s.info.State = StateEnded
+	s.ended = true
+	for sub := range s.subs { // everything was handed over: the end
+		close(sub.ch)
+		delete(s.subs, sub)
+	}
 	s.mu.Unlock()
 	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent)
 }
@@ -111,13 +118,55 @@ func (s *session) append(ctx context.Context, e *agent.Event) error {
 	if err != nil {
 		return err
 	}
+	e.Seq = int64(seq)
 	s.mu.Lock()
 	s.info.LastSeq = seq
-	close(s.appended)
-	s.appended = make(chan struct{})
+	for sub := range s.subs {
+		select {
+		case sub.ch <- *e:
+		default: // too far behind: it goes back to the log
+			sub.lagged = true
+			close(sub.ch)
+			delete(s.subs, sub)
+		}
+	}
 	s.mu.Unlock()
-	e.Seq = int64(seq)
 	return s.m.feed.append(ctx, s.m.cfg.Log, e)
+}
+
+// subscriber is a live reader of a session.
+type subscriber struct {
+	ch     chan agent.Event
+	lagged bool // set (under the session's mu) when it was dropped for falling behind
+}
+
+// subscribe registers a live reader; its channel closes when the session
+// ends (lagged false) or the reader fell behind (lagged true).
+func (s *session) subscribe() *subscriber {
+	sub := &subscriber{ch: make(chan agent.Event, 4096)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		close(sub.ch)
+		return sub
+	}
+	s.subs[sub] = true
+	return sub
+}
+
+func (s *session) unsubscribe(sub *subscriber) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.subs[sub] {
+		delete(s.subs, sub)
+		close(sub.ch)
+	}
+}
+
+func (s *session) lagged(sub *subscriber) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sub.lagged
 }
 
 // close ends the agent and waits for the pump to log its end.
