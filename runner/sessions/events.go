@@ -89,6 +89,7 @@ func (m *Manager) replay(ctx context.Context, id string, after uint64, yield fun
 	}
 	return after, true
 }
+
 // Messages is the conversation so far as completed items, read from the
 // log, so an ended session still answers.
 func (m *Manager) Messages(ctx context.Context, id string) ([]agent.Item, error) {
