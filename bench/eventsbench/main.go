@@ -23,6 +23,7 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
+	"github.com/tetherhq/tether/internal/gcfloor"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
@@ -33,7 +34,11 @@ func main() {
 	n := flag.Int("n", 5000, "paced events for the latency case")
 	interval := flag.Duration("interval", 200*time.Microsecond, "pause between paced events")
 	burst := flag.Int("burst", 100_000, "events for the throughput case")
+	floor := flag.Int64("heap-floor", 64<<20, "the heap floor in `BYTES`, as tether serve --gc-heap-floor (0: none)")
 	flag.Parse()
+	// As in tether serve: while events flow fast, the collector does not
+	// run below the floor.
+	defer gcfloor.Start(uint64(max(*floor, 0))).Stop()
 	if err := run(*n, *interval, *burst); err != nil {
 		fmt.Fprintln(os.Stderr, "eventsbench:", err)
 		os.Exit(1)
