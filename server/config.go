@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 )
@@ -41,6 +42,10 @@ func (cfg Config) resolved() (Config, error) {
 	if err := checkAgentEnv(cfg.AgentEnv); err != nil {
 		return cfg, err
 	}
+	cfg.CLIs = maps.Clone(cfg.CLIs)
+	if err := cfg.checkCLIs(); err != nil {
+		return cfg, err
+	}
 	paths := []pathField{
 		{"DataDir", &cfg.DataDir}, {"WorkspaceRoot", &cfg.WorkspaceRoot},
 		{"TLSCert", &cfg.TLSCert}, {"TLSKey", &cfg.TLSKey},
@@ -52,6 +57,14 @@ func (cfg Config) resolved() (Config, error) {
 	for _, f := range paths {
 		if err := f.makeAbs(); err != nil {
 			return cfg, err
+		}
+	}
+	for kind, p := range cfg.CLIs {
+		if strings.Contains(p, "/") {
+			if err := (pathField{"CLIs." + kind, &p}).makeAbs(); err != nil {
+				return cfg, err
+			}
+			cfg.CLIs[kind] = p
 		}
 	}
 	return cfg, nil

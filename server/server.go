@@ -14,12 +14,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
@@ -40,10 +38,14 @@ type Config struct {
 	Addr          string
 	WorkspaceRoot string
 	DataDir       string
-	CLIPath       string
-	TLSCert       string
-	TLSKey        string
-	Sandbox       bool
+	// CLIPath is Claude Code's CLI; empty looks claude up on PATH.
+	CLIPath string
+	// CLIs are agent CLIs by kind (claude, codex, opencode), from --cli
+	// NAME=PATH; a kind not named is looked up on PATH.
+	CLIs    map[string]string
+	TLSCert string
+	TLSKey  string
+	Sandbox bool
 	// AllowToolNetwork lets sessions ask for network in Bash commands.
 	AllowToolNetwork bool
 	// AgentEnv are extra variables of this process's environment to hand
@@ -95,7 +97,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer parts.log.Close()
-	defer parts.proxy.Close()
+	defer parts.proxies.Close()
 	defer parts.approvals.Close()
 	parts.stopExpiry = expireApprovals(parts.sessions, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -232,7 +234,7 @@ type parts struct {
 	runner     *runner.Runner
 	log        *eventlog.Log
 	v1         *protov1.Server
-	proxy      *apiProxy
+	proxies    *keyProxies
 	sessions   *sessions.Manager
 	approvals  *approvals.Store
 	stopExpiry func()
@@ -279,53 +281,59 @@ func makeDirs(cfg Config) error {
 	return nil
 }
 
-func assemble(cfg Config, log *slog.Logger) (*parts, error) {
-	elog, err := eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log, FlushInterval: cfg.LogCommitWindow})
-	if err != nil {
+func assemble(cfg Config, log *slog.Logger) (p *parts, err error) {
+	p = &parts{proxies: newKeyProxies(cfg.Sandbox, log)}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if p.log, err = eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log, FlushInterval: cfg.LogCommitWindow}); err != nil {
 		return nil, err
 	}
 	ws, err := workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")})
 	if err != nil {
-		elog.Close()
 		return nil, err
 	}
-	env, proxy, err := secretsBehindProxy(cfg, agentEnv(cfg.AgentEnv), log)
+	claudeEnv, err := claudeProvider(agentEnv("claude", os.Environ(), cfg.AgentEnv), p.proxies)
 	if err != nil {
-		elog.Close()
 		return nil, err
 	}
-	drv, err := claudecli.New(driverConfig(cfg, env, log))
+	drv, err := claudecli.New(driverConfig(cfg, claudeEnv.env, log))
 	if err != nil {
-		proxy.Close()
-		elog.Close()
 		return nil, err
 	}
-	r, err := runner.New(runner.Config{Log: elog, Workspaces: ws, Driver: drv, GracePeriod: cfg.GracePeriod,
-		MaxSessions: cfg.MaxSessions, Logger: log})
+	if p.runner, err = runner.New(runner.Config{Log: p.log, Workspaces: ws, Driver: drv, GracePeriod: cfg.GracePeriod,
+		MaxSessions: cfg.MaxSessions, Logger: log}); err != nil {
+		return nil, err
+	}
+	if p.approvals, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
+		return nil, err
+	}
+	// Claude Code under the same policy (CLI, environment, sandbox) as
+	// protocol v1's sessions, and every other agent the runner has: a
+	// workspace is one session's at a time whichever front end opened it.
+	drivers, unavailable, err := canonicalDrivers(cfg, drv, p.proxies, log)
 	if err != nil {
-		proxy.Close()
-		elog.Close()
 		return nil, err
 	}
-	store, err := approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil)
-	if err != nil {
-		proxy.Close()
-		elog.Close()
+	if p.sessions, err = sessions.New(sessions.Config{Drivers: drivers, Unavailable: unavailable,
+		Workspaces: ws, Log: p.log, Approvals: p.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log}); err != nil {
 		return nil, err
 	}
-	// The same Claude Code, under the same policy (CLI, environment,
-	// sandbox), for the sessions API: a workspace is one session's at a
-	// time whichever front end opened it.
-	sess, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": drv.Canonical(nil)},
-		Workspaces: ws, Log: elog, Approvals: store, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log})
-	if err != nil {
-		store.Close()
-		proxy.Close()
-		elog.Close()
-		return nil, err
+	p.v1 = &protov1.Server{Runner: p.runner, MaxFrameSize: cfg.MaxFrameSize, Logger: log}
+	return p, nil
+}
+
+// close releases what assemble opened, for a runner that does not start.
+func (p *parts) close() {
+	if p.approvals != nil {
+		p.approvals.Close()
 	}
-	v1 := &protov1.Server{Runner: r, MaxFrameSize: cfg.MaxFrameSize, Logger: log}
-	return &parts{runner: r, log: elog, v1: v1, proxy: proxy, sessions: sess, approvals: store}, nil
+	p.proxies.Close()
+	if p.log != nil {
+		p.log.Close()
+	}
 }
 
 func driverConfig(cfg Config, env map[string]string, log *slog.Logger) claudecli.Config {
@@ -338,31 +346,6 @@ func driverConfig(cfg Config, env map[string]string, log *slog.Logger) claudecli
 		}
 	}
 	return dc
-}
-
-// agentEnv picks what agents may see of this process's environment: the
-// model API's settings and the CLI's own switches, never the runner's
-// auth tokens.
-func agentEnv(extra []string) map[string]string {
-	prefixes := []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "MCP_"}
-	keep := map[string]bool{"PATH": true, "LANG": true, "LC_ALL": true, "TZ": true}
-	for _, k := range extra {
-		keep[k] = true
-	}
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if keep[k] {
-			env[k] = v
-			continue
-		}
-		for _, p := range prefixes {
-			if strings.HasPrefix(k, p) {
-				env[k] = v
-			}
-		}
-	}
-	return env
 }
 
 func routes(p *parts, tokens *auth.Tokens, cfg Config, log *slog.Logger, shuttingDown *atomic.Bool) http.Handler {

@@ -20,9 +20,16 @@ import (
 // serveLong is serve's help; the token rule comes from runner/auth.
 func serveLong() string {
 	return fmt.Sprintf(`Serve runs a runner: a long-lived server that runs agent sessions for remote
-hosts over WebSocket (protocol v1 at /sessions), one workspace directory per
-workspace id, inside a bubblewrap sandbox when --sandbox=on. Relative paths
-are taken from the directory tether serve starts in.
+hosts, over WebSocket (protocol v1 at /sessions: Claude Code's own stream)
+and HTTP (the sessions API at /v1: every agent through one event model),
+one workspace directory per workspace id, inside a bubblewrap sandbox when
+--sandbox=on. Relative paths are taken from the directory tether serve
+starts in.
+
+Agents: Claude Code, and Codex and OpenCode when their CLIs are given
+(--cli codex=PATH, --cli opencode=PATH) or found on PATH; the mock agent is
+always there. Each gets the runner's own provider configuration (Codex's
+config.toml, OpenCode's opencode.json) in its private home.
 
 Hosts authenticate with "Authorization: Bearer <token>". Tokens come from
 TETHER_AUTH_TOKEN (or SIDECAR_AUTH_TOKEN), comma-separated for rotation, and
@@ -37,8 +44,10 @@ token. A runner on loopback answers only requests for Host localhost,
 127.0.0.0/8 or ::1, so a web page cannot reach it through a name rebound to
 127.0.0.1.
 
-API keys stay in the runner's environment (ANTHROPIC_API_KEY and friends are
-handed to the agents; nothing travels in a frame).
+API keys stay in the runner's environment (ANTHROPIC_API_KEY, OPENAI_API_KEY
+and friends; nothing travels in a frame). With the sandbox on, agents get a
+loopback proxy's address and a stand-in key instead, so no tool command can
+read the real one.
 
 SIGTERM or Ctrl-C: stop accepting, let turns finish up to --shutdown-timeout,
 stop the agents, keep every workspace and log consistent.`, auth.MinTokenLength, auth.GeneratedTokenFile)
@@ -47,6 +56,7 @@ stop the agents, keep every workspace and log consistent.`, auth.MinTokenLength,
 func newServeCmd() *cobra.Command {
 	var cfg server.Config
 	var sandbox, tokenFile, data string
+	var clis []string
 	var heapFloor int64
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -65,6 +75,14 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("--sandbox must be on or off, not %q", sandbox)
 			}
 			cfg.DataDir = data
+			cfg.CLIs = map[string]string{}
+			for _, v := range clis {
+				kind, path := server.ParseCLIFlag(v)
+				if _, dup := cfg.CLIs[kind]; dup {
+					return fmt.Errorf("--cli names %s twice", kind)
+				}
+				cfg.CLIs[kind] = path
+			}
 			cfg.Auth = auth.LoadOptions{File: tokenFile, Getenv: os.Getenv}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 			defer gcfloor.Start(uint64(max(heapFloor, 0))).Stop()
@@ -84,7 +102,8 @@ func newServeCmd() *cobra.Command {
 	fl.StringVar(&cfg.Addr, "addr", server.DefaultAddr, "listen `ADDRESS`")
 	fl.StringVar(&cfg.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per workspace (default: DATA/workspaces)")
 	fl.StringVar(&data, "data", "tether-data", "`DIR` for the event log, the agents' private homes and a generated token")
-	fl.StringVar(&cfg.CLIPath, "cli", "", "`PATH` of the claude executable (default: looked up)")
+	fl.StringArrayVar(&clis, "cli", nil,
+		"an agent's CLI, `[NAME=]PATH` with NAME claude, codex or opencode; repeatable; a bare PATH is claude's (default: each looked up on PATH)")
 	fl.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate `FILE` (serves wss://)")
 	fl.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key `FILE`")
 	fl.StringVar(&sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")

@@ -28,7 +28,11 @@ type Config struct {
 	// real value. Agents must send the stand-in token in one of them
 	// (Authorization as "Bearer <token>").
 	Credentials map[string]string
-	Logger      *slog.Logger
+	// Token is the stand-in key agents send; empty makes a random one.
+	// Proxies for several upstreams share one when an agent's single key
+	// variable must open each of them.
+	Token  string
+	Logger *slog.Logger
 }
 
 // Proxy is a running key proxy.
@@ -48,9 +52,11 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
 		return nil, fmt.Errorf("%w: %q", ErrNoUpstream, cfg.Upstream)
 	}
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	p := &Proxy{token: "tether-proxy-" + hex.EncodeToString(b[:]), done: make(chan struct{})}
+	token := cfg.Token
+	if token == "" {
+		token = NewToken()
+	}
+	p := &Proxy{token: token, done: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -80,6 +86,13 @@ func Start(cfg Config) (*Proxy, error) {
 		_ = p.srv.Serve(ln)
 	}()
 	return p, nil
+}
+
+// NewToken makes a random stand-in key.
+func NewToken() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return "tether-proxy-" + hex.EncodeToString(b[:])
 }
 
 // URL is the base URL agents use.

@@ -38,10 +38,14 @@ var (
 // Config assembles a Manager. Drivers, Workspaces, Log and Approvals are
 // required.
 type Config struct {
-	Drivers    map[string]agent.Driver
-	Workspaces *workspace.Manager
-	Log        *eventlog.Log
-	Approvals  *approvals.Store
+	Drivers map[string]agent.Driver
+	// Unavailable says, for agent kinds the runner knows but cannot
+	// offer, why (a CLI not installed, an untested version): a session
+	// asked of one is refused with the reason.
+	Unavailable map[string]string
+	Workspaces  *workspace.Manager
+	Log         *eventlog.Log
+	Approvals   *approvals.Store
 	// ApprovalTimeout is how long an approval waits before its default
 	// (deny) applies; zero means it waits until its session ends.
 	ApprovalTimeout time.Duration
@@ -148,6 +152,9 @@ func (m *Manager) Agents() map[string]agent.Capabilities {
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	d, ok := m.cfg.Drivers[req.Agent]
 	if !ok {
+		if why, known := m.cfg.Unavailable[req.Agent]; known {
+			return Info{}, fmt.Errorf("%w: %s is not available on this runner: %s", ErrUnknownAgent, req.Agent, why)
+		}
 		return Info{}, fmt.Errorf("%w: %q (have %v)", ErrUnknownAgent, req.Agent, m.agentNames())
 	}
 	m.mu.Lock()

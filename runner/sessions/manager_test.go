@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func newManager(t *testing.T, c *clock, timeout time.Duration) *sessions.Manager
 	claudeDriver := &claudecli.Canonical{Now: c.now, Base: claude.Options{CLIPath: os.Args[0], ReplaceEnv: true,
 		Env: map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: "demo", "PATH": os.Getenv("PATH")}}}
 	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": claudeDriver},
-		Workspaces: ws, Log: log, Approvals: store, ApprovalTimeout: timeout, Now: c.now})
+		Unavailable: map[string]string{"opencode": "opencode not found on PATH"}, Workspaces: ws, Log: log, Approvals: store, ApprovalTimeout: timeout, Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +131,11 @@ func TestSessionLifecycle(t *testing.T) {
 	m := newManager(t, c, 0)
 	if _, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "codex", WorkspaceID: "w1"}); !errors.Is(err, sessions.ErrUnknownAgent) {
 		t.Fatalf("unknown agent: %v", err)
+	}
+	// A kind the runner knows but cannot offer says why.
+	_, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "opencode", WorkspaceID: "w1"})
+	if !errors.Is(err, sessions.ErrUnknownAgent) || !strings.Contains(err.Error(), "opencode not found on PATH") {
+		t.Fatalf("unavailable agent: %v", err)
 	}
 	info, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "claude", WorkspaceID: "w1"})
 	if err != nil {

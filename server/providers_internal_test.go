@@ -1,0 +1,291 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// upstream is a model API that records the credentials each request
+// brought.
+type upstream struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string // "path auth x-api-key"
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.seen = append(u.seen, r.URL.Path+" "+r.Header.Get("Authorization")+" "+r.Header.Get("x-api-key"))
+		u.mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *upstream) last() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.seen) == 0 {
+		return ""
+	}
+	return u.seen[len(u.seen)-1]
+}
+
+// call sends a request as an agent would: to base+path with the key in
+// header.
+func call(t *testing.T, base, path, header, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", strings.TrimSuffix(base, "/")+path, strings.NewReader("{}"))
+	if header == "Authorization" {
+		key = "Bearer " + key
+	}
+	req.Header.Set(header, key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func getenvFrom(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// Unsandboxed, Codex gets the runner's config.toml as it is, and its key.
+func TestCodexProviderCopiesTheRunnersConfig(t *testing.T) {
+	home := t.TempDir()
+	cfg := "model = \"gpt-5.5\"\n# the operator's comment\n"
+	writeFile(t, filepath.Join(home, ".codex", "config.toml"), cfg)
+	proxies := newKeyProxies(false, quietLog())
+	defer proxies.Close()
+	p, err := codexProvider(map[string]string{"OPENAI_API_KEY": "sk-real"}, getenvFrom(map[string]string{"HOME": home}), proxies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.homeFiles[".codex/config.toml"]) != cfg || p.env["OPENAI_API_KEY"] != "sk-real" {
+		t.Fatalf("files %q env %v", p.homeFiles, p.env)
+	}
+}
+
+// Sandboxed, no real key is left in Codex's config or environment, and
+// every provider still reaches its upstream with the real key: the
+// config's own provider through the proxy its base_url now names, the
+// built-in one through OPENAI_BASE_URL.
+func TestCodexProviderKeepsKeysBehindProxies(t *testing.T) {
+	custom, builtin := newUpstream(t), newUpstream(t)
+	codexHome := t.TempDir()
+	writeFile(t, filepath.Join(codexHome, "config.toml"), `model_provider = "corp"
+[model_providers.corp]
+base_url = "`+custom.URL+`/v1"
+env_key = "CORP_KEY"
+wire_api = "responses"
+[model_providers.direct]
+base_url = "`+custom.URL+`/direct"
+experimental_bearer_token = "tok-in-file"
+`)
+	env := map[string]string{"CORP_KEY": "sk-corp", "OPENAI_API_KEY": "sk-openai", "OPENAI_BASE_URL": builtin.URL + "/v1"}
+	proxies := newKeyProxies(true, quietLog())
+	defer proxies.Close()
+	p, err := codexProvider(env, getenvFrom(map[string]string{"CODEX_HOME": codexHome}), proxies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := string(p.homeFiles[".codex/config.toml"])
+	for _, secret := range []string{"sk-corp", "sk-openai", "tok-in-file"} {
+		if strings.Contains(file, secret) || strings.Contains(strings.Join(envList(p.env), " "), secret) {
+			t.Fatalf("%s is visible to the agent: %s %v", secret, file, p.env)
+		}
+	}
+	var doc struct {
+		ModelProvider  string `toml:"model_provider"`
+		ModelProviders map[string]struct {
+			BaseURL string `toml:"base_url"`
+			EnvKey  string `toml:"env_key"`
+			Bearer  string `toml:"experimental_bearer_token"`
+		} `toml:"model_providers"`
+	}
+	if err := toml.Unmarshal([]byte(file), &doc); err != nil {
+		t.Fatal(err)
+	}
+	corp := doc.ModelProviders["corp"]
+	if doc.ModelProvider != "corp" || corp.EnvKey != "CORP_KEY" || p.env["CORP_KEY"] != proxies.token {
+		t.Fatalf("config %+v env %v", doc, p.env)
+	}
+	if code := call(t, corp.BaseURL, "/responses", "Authorization", p.env["CORP_KEY"]); code != 200 || custom.last() != "/v1/responses Bearer sk-corp " {
+		t.Fatalf("corp: %d %q", code, custom.last())
+	}
+	direct := doc.ModelProviders["direct"]
+	if code := call(t, direct.BaseURL, "/responses", "Authorization", direct.Bearer); code != 200 || custom.last() != "/direct/responses Bearer tok-in-file " {
+		t.Fatalf("direct: %d %q", code, custom.last())
+	}
+	if code := call(t, p.env["OPENAI_BASE_URL"], "/responses", "Authorization", p.env["OPENAI_API_KEY"]); code != 200 || builtin.last() != "/v1/responses Bearer sk-openai " {
+		t.Fatalf("built-in: %d %q", code, builtin.last())
+	}
+	if code := call(t, corp.BaseURL, "/responses", "Authorization", "sk-guess"); code != http.StatusUnauthorized {
+		t.Fatalf("a wrong stand-in got %d", code)
+	}
+}
+
+// Sandboxed, OpenCode's providers reach their upstreams through proxies:
+// a key written in the file, a key in a variable the file names, and the
+// built-in Anthropic provider's key from the environment (sent as
+// x-api-key); nothing real is left for the agent to read.
+func TestOpenCodeProviderKeepsKeysBehindProxies(t *testing.T) {
+	fake, corp, anthropic := newUpstream(t), newUpstream(t), newUpstream(t)
+	cfgHome := t.TempDir()
+	writeFile(t, filepath.Join(cfgHome, "opencode", "opencode.json"), `{
+  "model": "fake/fake-model",
+  "provider": {
+    "fake": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "`+fake.URL+`/v1", "apiKey": "sk-in-file"}},
+    "corp": {"options": {"baseURL": "`+corp.URL+`/v1", "apiKey": "{env:OPENAI_API_KEY}"}},
+    "anthropic": {"options": {"baseURL": "`+anthropic.URL+`/v1"}}
+  }
+}`)
+	env := map[string]string{"OPENAI_API_KEY": "sk-openai", "ANTHROPIC_API_KEY": "sk-ant"}
+	proxies := newKeyProxies(true, quietLog())
+	defer proxies.Close()
+	p, err := openCodeProvider(env, getenvFrom(map[string]string{"XDG_CONFIG_HOME": cfgHome}), proxies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := string(p.homeFiles[".config/opencode/opencode.json"])
+	for _, secret := range []string{"sk-in-file", "sk-openai", "sk-ant"} {
+		if strings.Contains(file, secret) || strings.Contains(strings.Join(envList(p.env), " "), secret) {
+			t.Fatalf("%s is visible to the agent: %s %v", secret, file, p.env)
+		}
+	}
+	var doc struct {
+		Model    string `json:"model"`
+		Provider map[string]struct {
+			Options struct {
+				BaseURL string `json:"baseURL"`
+				APIKey  string `json:"apiKey"`
+			} `json:"options"`
+		} `json:"provider"`
+	}
+	if err := json.Unmarshal([]byte(file), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Model != "fake/fake-model" || doc.Provider["corp"].Options.APIKey != "{env:OPENAI_API_KEY}" {
+		t.Fatalf("config changed beyond the keys: %s", file)
+	}
+	checks := []struct {
+		provider, header, key, want string
+		up                          *upstream
+	}{
+		{"fake", "Authorization", doc.Provider["fake"].Options.APIKey, "/v1/chat/completions Bearer sk-in-file ", fake},
+		{"corp", "Authorization", p.env["OPENAI_API_KEY"], "/v1/chat/completions Bearer sk-openai ", corp},
+		{"anthropic", "x-api-key", p.env["ANTHROPIC_API_KEY"], "/v1/chat/completions  sk-ant", anthropic},
+	}
+	for _, c := range checks {
+		if code := call(t, doc.Provider[c.provider].Options.BaseURL, "/chat/completions", c.header, c.key); code != 200 || c.up.last() != c.want {
+			t.Errorf("%s: %d %q, want %q", c.provider, code, c.up.last(), c.want)
+		}
+	}
+}
+
+// Without a config file, a sandboxed OpenCode still gets the built-in
+// OpenAI provider behind a proxy when the runner has its key.
+func TestOpenCodeProviderWithoutAFile(t *testing.T) {
+	proxies := newKeyProxies(true, quietLog())
+	defer proxies.Close()
+	p, err := openCodeProvider(map[string]string{"OPENAI_API_KEY": "sk-openai"}, getenvFrom(map[string]string{"HOME": t.TempDir()}), proxies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := string(p.homeFiles[".config/opencode/opencode.json"])
+	if !strings.Contains(file, `"baseURL": "http://127.0.0.1:`) || p.env["OPENAI_API_KEY"] != proxies.token {
+		t.Fatalf("file %s env %v", file, p.env)
+	}
+}
+
+// A sandboxed runner must rewrite OpenCode's file, so one it cannot read
+// as JSON stops it with the file named.
+func TestOpenCodeProviderRefusesAFileItCannotRewrite(t *testing.T) {
+	cfgHome := t.TempDir()
+	path := filepath.Join(cfgHome, "opencode", "opencode.json")
+	writeFile(t, path, "{ // a comment\n}")
+	proxies := newKeyProxies(true, quietLog())
+	defer proxies.Close()
+	_, err := openCodeProvider(nil, getenvFrom(map[string]string{"XDG_CONFIG_HOME": cfgHome}), proxies)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Each agent kind sees its own API's variables, never the runner's token
+// nor another kind's key.
+func TestAgentEnvPerKind(t *testing.T) {
+	environ := []string{"PATH=/bin", "ANTHROPIC_API_KEY=a", "OPENAI_API_KEY=o", "TETHER_AUTH_TOKEN=t", "CODEX_HOME=/root/.codex", "EXTRA=x"}
+	for kind, want := range map[string]string{
+		"claude":   "ANTHROPIC_API_KEY=a EXTRA=x PATH=/bin",
+		"codex":    "EXTRA=x OPENAI_API_KEY=o PATH=/bin",
+		"opencode": "ANTHROPIC_API_KEY=a EXTRA=x OPENAI_API_KEY=o PATH=/bin",
+	} {
+		if got := strings.Join(envList(agentEnv(kind, environ, []string{"EXTRA"})), " "); got != want {
+			t.Errorf("%s: %s, want %s", kind, got, want)
+		}
+	}
+}
+
+func TestParseCLIFlag(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"/opt/claude":          {"claude", "/opt/claude"},
+		"codex=/opt/codex":     {"codex", "/opt/codex"},
+		"opencode=opencode":    {"opencode", "opencode"},
+		"./dir/a=b/claude":     {"claude", "./dir/a=b/claude"},
+		"codx=/opt/codex":      {"codx", "/opt/codex"},
+		"claude=/usr/bin/cl=x": {"claude", "/usr/bin/cl=x"},
+	} {
+		kind, path := ParseCLIFlag(in)
+		if kind != want[0] || path != want[1] {
+			t.Errorf("%q: %s %s", in, kind, path)
+		}
+	}
+	cfg := Config{DataDir: t.TempDir(), CLIs: map[string]string{"codx": "/opt/codex"}}
+	if _, err := cfg.resolved(); err == nil || !strings.Contains(err.Error(), `no agent kind "codx"`) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+	cfg = Config{DataDir: t.TempDir(), CLIs: map[string]string{"claude": "rel/claude", "codex": "rel/codex", "opencode": "opencode"}}
+	got, err := cfg.resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(got.CLIPath) || !filepath.IsAbs(got.CLIs["codex"]) || got.CLIs["opencode"] != "opencode" || cfg.CLIs["codex"] != "rel/codex" {
+		t.Fatalf("resolved %+v (given %+v)", got.CLIs, cfg.CLIs)
+	}
+}
+
+func envList(env map[string]string) []string {
+	var out []string
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
