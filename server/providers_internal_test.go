@@ -62,7 +62,9 @@ func call(t *testing.T, base, path, header, key string) int {
 	return resp.StatusCode
 }
 
-func getenvFrom(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+func getenvFrom(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
