@@ -1,0 +1,149 @@
+package mock
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+)
+
+// DefaultModel is the model a session reports when the request names none.
+const DefaultModel = "mock-1"
+
+// Config tunes the mock. The zero value is fast and deterministic.
+type Config struct {
+	// Now is the clock of the events; nil means time.Now.
+	Now func() time.Time
+	// Pace, when set, is the pause before each event, to show a client
+	// streaming; zero means none.
+	Pace time.Duration
+	// After is the timer Pace waits on; nil means time.After. Tests give
+	// a channel they control.
+	After func(time.Duration) <-chan time.Time
+	// Outbox is how many events wait for the reader of Events before a
+	// turn waits for room; 0 means 64.
+	Outbox int
+}
+
+// Driver is the mock agent. It keeps its conversations in memory, by
+// native id, for resumes; they live as long as the Driver.
+type Driver struct {
+	cfg Config
+
+	mu            sync.Mutex
+	conversations map[string]*conversation
+	started       int // conversations made, for native ids
+}
+
+var _ agent.Driver = (*Driver)(nil)
+
+// New returns a mock driver.
+func New(cfg Config) *Driver {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	if cfg.Outbox <= 0 {
+		cfg.Outbox = 64
+	}
+	return &Driver{cfg: cfg, conversations: map[string]*conversation{}}
+}
+
+func (d *Driver) Name() string { return "mock" }
+
+func (d *Driver) Capabilities() agent.Capabilities {
+	return agent.Capabilities{Resume: true, Steer: true, Questions: true, Diff: true,
+		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+}
+
+// conversation is what outlives a session: its items, its turn count and
+// what it changed in its workspace. A session holds it while open.
+type conversation struct {
+	nativeID string
+	model    string
+	turns    int
+	items    []agent.Item
+	notes    *notesFile // nil until the first file change
+	held     bool
+}
+
+// Start starts a session, or resumes the conversation req.Resume names.
+// The session's events begin with session.started.
+func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req.Fork {
+		return nil, &agent.UnsupportedError{Agent: "mock", Capability: "fork"}
+	}
+	if err := checkOptions(req.Options); err != nil {
+		return nil, err
+	}
+	conv, err := d.take(req)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(d, conv, req.Workspace)
+	s.emitNow(s.event(agent.KindSessionStarted, func(e *agent.Event) {
+		e.Session = &agent.SessionInfo{Agent: "mock", NativeID: conv.nativeID, Model: conv.model, Cwd: req.Workspace}
+	}))
+	return s, nil
+}
+
+// take makes a conversation, or holds the one a resume names.
+func (d *Driver) take(req agent.StartRequest) (*conversation, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if req.Resume != "" {
+		c, ok := d.conversations[req.Resume]
+		switch {
+		case !ok:
+			return nil, &ConversationError{NativeID: req.Resume, Err: ErrUnknownConversation}
+		case c.held:
+			return nil, &ConversationError{NativeID: req.Resume, Err: ErrConversationInUse}
+		}
+		c.held = true
+		if req.Model != "" {
+			c.model = req.Model
+		}
+		return c, nil
+	}
+	d.started++
+	c := &conversation{nativeID: "mock-" + strconv.Itoa(d.started), model: req.Model, held: true}
+	if c.model == "" {
+		c.model = DefaultModel
+	}
+	d.conversations[c.nativeID] = c
+	return c, nil
+}
+
+// release lets a later Start resume the conversation.
+func (d *Driver) release(c *conversation) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c.held = false
+}
+
+// checkOptions refuses options: the mock takes none (an empty object or
+// null is fine).
+func checkOptions(raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadOptions, err)
+	}
+	for name := range fields {
+		return fmt.Errorf("%w: the mock takes no options (got %q)", ErrBadOptions, name)
+	}
+	return nil
+}
