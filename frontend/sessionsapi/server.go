@@ -1,8 +1,9 @@
 // Package sessionsapi owns the runner's sessions API: HTTP JSON under /v1
 // for sessions of every agent kind (list, create, get, prompt, interrupt,
 // close, messages, diff) and their approvals (list pending, resolve), and
-// each session's canonical events as a Server-Sent Events stream that
-// resumes from any seq (Last-Event-ID) with nothing lost or repeated. Its
+// each session's canonical events, and every session's, as Server-Sent
+// Events or over WebSocket, resuming from any seq (Last-Event-ID, ?after)
+// with nothing lost or repeated. Its
 // OpenAPI 3.1 document is served at /v1/openapi.json. It is a front end
 // over runner/sessions: it knows no agent and does no authentication
 // (the server puts it behind the same auth as protocol v1).

@@ -15,7 +15,7 @@ import (
 // `id:` is the seq, `event:` the kind, `data:` the event. It starts after
 // Last-Event-ID (or ?after=N) and ends after session.ended; a client that
 // reconnects with the last id it saw misses nothing and sees nothing
-// twice.
+// twice. Over WebSocket, each message is {"id": seq, "event": …}.
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	after, ok := resumeFrom(r)
 	if !ok {
@@ -63,8 +63,13 @@ func (a *api) feed(w http.ResponseWriter, r *http.Request) {
 
 // stream answers with an event stream fed by produce, which runs on a
 // goroutine of its own until it returns or the request ends; idle
-// streams get a keep-alive comment every Heartbeat.
+// streams get a keep-alive comment every Heartbeat. A WebSocket upgrade
+// gets the same stream over WebSocket (streamWS).
 func (a *api) stream(w http.ResponseWriter, r *http.Request, produce func(context.Context, func(uint64, agent.Event) bool) error) {
+	if isWebSocket(r) {
+		a.streamWS(w, r, produce)
+		return
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "internal_error", "streaming is not supported here")
