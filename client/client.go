@@ -53,6 +53,7 @@ type CreateRequest struct {
 	WorkspaceID string `json:"workspace_id"`
 	Model       string `json:"model,omitempty"`
 	Resume      string `json:"resume,omitempty"`
+	Fork        bool   `json:"fork,omitempty"`
 	Prompt      string `json:"prompt,omitempty"`
 }
 

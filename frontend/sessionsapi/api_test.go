@@ -16,6 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/internal/runnertest"
@@ -208,6 +210,7 @@ func TestSessionsAPIBadInput(t *testing.T) {
 		{"POST", "/v1/sessions", `{"agent":"claude","workspace_id":"../x"}`, 400, "invalid_workspace_id", nil},
 		{"POST", "/v1/sessions", `{"agent":"claude","workspace_id":"w","color":"red"}`, 400, "invalid_request", nil},
 		{"POST", "/v1/sessions", `not json`, 400, "invalid_request", nil},
+		{"POST", "/v1/sessions", `{"agent":"claude","workspace_id":"w","fork":true}`, 400, "invalid_request", nil},
 		{"POST", "/v1/sessions", `{"agent":"` + strings.Repeat("a", sessionsapi.MaxBody) + `"}`, 413, "body_too_large", nil},
 		{"GET", "/v1/sessions/ses_nope", ``, 404, "session_not_found", nil},
 		{"POST", "/v1/sessions/ses_nope/prompt", `{"text":"hi"}`, 404, "session_not_found", nil},
@@ -224,6 +227,15 @@ func TestSessionsAPIBadInput(t *testing.T) {
 		}
 		if code := call(t, tc.method, base+tc.path, tc.body, &out, tc.header...); code != tc.status || out.Error.Code != tc.code || out.Error.Message == "" {
 			t.Errorf("%s %s: %d %+v, want %d %s", tc.method, tc.path, code, out.Error, tc.status, tc.code)
+		}
+	}
+	// An agent that cannot start says why, and leaves its workspace free.
+	broken := runnertest.SessionsAPI(t, map[string]agent.Driver{"claude": &claudecli.Canonical{Base: claude.Options{CLIPath: "/nonexistent/claude"}}})
+	for range 2 {
+		var out struct{ Error struct{ Code, Message string } }
+		if code := call(t, "POST", broken+"/v1/sessions", `{"agent":"claude","workspace_id":"w"}`, &out); code != 502 ||
+			out.Error.Code != "agent_start_failed" || !strings.Contains(out.Error.Message, "/nonexistent/claude") {
+			t.Errorf("agent that cannot start: %d %+v", code, out)
 		}
 	}
 	// A busy workspace is a conflict, and a prompt during a turn too.

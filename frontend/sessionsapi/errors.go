@@ -44,6 +44,10 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "approval_not_found", err.Error())
 	case errors.Is(err, agent.ErrUnsupported):
 		writeError(w, http.StatusNotImplemented, "unsupported", err.Error())
+	case errors.Is(err, sessions.ErrInvalidRequest):
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+	case errors.Is(err, sessions.ErrAgentStart):
+		writeError(w, http.StatusBadGateway, "agent_start_failed", err.Error())
 	case errors.Is(err, sessions.ErrShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
 	default:

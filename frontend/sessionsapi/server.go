@@ -107,6 +107,8 @@ type createBody struct {
 	WorkspaceID string `json:"workspace_id"`
 	Model       string `json:"model,omitempty"`
 	Resume      string `json:"resume,omitempty"`
+	// Fork starts a new conversation from the one Resume names.
+	Fork bool `json:"fork,omitempty"`
 	// Prompt, when set, starts the first turn at once.
 	Prompt string `json:"prompt,omitempty"`
 }
@@ -121,7 +123,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, err := a.m.Create(r.Context(), sessions.CreateRequest{Agent: body.Agent, WorkspaceID: body.WorkspaceID,
-		Model: body.Model, Resume: body.Resume})
+		Model: body.Model, Resume: body.Resume, Fork: body.Fork})
 	if err != nil {
 		a.fail(w, err)
 		return

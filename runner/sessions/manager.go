@@ -33,6 +33,10 @@ var (
 	ErrEnded = errors.New("sessions: the session has ended")
 	// ErrShuttingDown: the manager is stopping.
 	ErrShuttingDown = errors.New("sessions: shutting down")
+	// ErrAgentStart: the agent did not start (its error is wrapped too).
+	ErrAgentStart = errors.New("sessions: the agent did not start")
+	// ErrInvalidRequest: a request that contradicts itself.
+	ErrInvalidRequest = errors.New("sessions: invalid request")
 )
 
 // Config assembles a Manager. Drivers, Workspaces, Log and Approvals are
@@ -81,6 +85,8 @@ type CreateRequest struct {
 	Model       string
 	// Resume continues the agent's conversation of that native id.
 	Resume string
+	// Fork starts a new conversation from Resume's (where the agent can).
+	Fork bool
 }
 
 // Manager runs canonical sessions. Its methods are safe for concurrent
@@ -157,6 +163,13 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("%w: %q (have %v)", ErrUnknownAgent, req.Agent, m.agentNames())
 	}
+	if req.Fork && req.Resume == "" {
+		return Info{}, fmt.Errorf("%w: fork needs the conversation to fork (resume)", ErrInvalidRequest)
+	}
+	if caps := d.Capabilities(); (req.Resume != "" && !caps.Resume) || (req.Fork && !caps.Fork) {
+		what := map[bool]string{true: "fork", false: "resume"}[req.Fork]
+		return Info{}, &agent.UnsupportedError{Agent: req.Agent, Capability: what}
+	}
 	m.mu.Lock()
 	closing := m.closing
 	m.mu.Unlock()
@@ -172,10 +185,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		ws.Release()
 		return Info{}, err
 	}
-	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Model: req.Model})
+	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model})
 	if err != nil {
 		ws.Release()
-		return Info{}, err
+		return Info{}, fmt.Errorf("%w: %s: %w", ErrAgentStart, req.Agent, err)
 	}
 	s := newSession(m, Info{ID: newID(), Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle,
 		Created: m.cfg.Now(), NativeID: agentSession.NativeID()}, agentSession, ws)
