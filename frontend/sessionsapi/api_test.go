@@ -232,7 +232,9 @@ func TestSessionsAPIBadInput(t *testing.T) {
 	// An agent that cannot start says why, and leaves its workspace free.
 	broken := runnertest.SessionsAPI(t, map[string]agent.Driver{"claude": &claudecli.Canonical{Base: claude.Options{CLIPath: "/nonexistent/claude"}}})
 	for range 2 {
-		var out struct{ Error struct{ Code, Message string } }
+		var out struct {
+			Error struct{ Code, Message string }
+		}
 		if code := call(t, "POST", broken+"/v1/sessions", `{"agent":"claude","workspace_id":"w"}`, &out); code != 502 ||
 			out.Error.Code != "agent_start_failed" || !strings.Contains(out.Error.Message, "/nonexistent/claude") {
 			t.Errorf("agent that cannot start: %d %+v", code, out)
