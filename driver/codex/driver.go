@@ -1,0 +1,345 @@
+package codex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/transport"
+)
+
+// Name is the agent kind this driver runs.
+const Name = "codex"
+
+// TestedVersion is what `codex --version` prints for the CLI this driver
+// is tested against.
+const TestedVersion = "codex-cli 0.169.0"
+
+// DefaultStartTimeout bounds Start when Config.StartTimeout is zero.
+const DefaultStartTimeout = 30 * time.Second
+
+// versionTimeout bounds `codex --version` in New.
+const versionTimeout = 30 * time.Second
+
+var (
+	// ErrCLINotFound: the codex executable could not be found or run.
+	ErrCLINotFound = errors.New("codex: CLI not found")
+	// ErrUntestedVersion matches a *VersionError.
+	ErrUntestedVersion = errors.New("codex: untested CLI version")
+)
+
+// VersionError is a CLI whose version is not the tested one.
+type VersionError struct {
+	Found, Tested string
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("codex: the CLI is %q, this driver is tested with %q (Config.AllowUntestedVersion accepts it)", e.Found, e.Tested)
+}
+
+func (e *VersionError) Is(target error) bool { return target == ErrUntestedVersion }
+
+// Config is how sessions of Codex start.
+type Config struct {
+	// CLIPath is the executable; empty looks "codex" up on PATH. A missing
+	// CLI fails New with an error matching ErrCLINotFound.
+	CLIPath string
+	// Env is the whole environment of the CLI process (nil: this
+	// process's). Model API keys live here and only here.
+	Env []string
+	// HomeFiles are written (mode 0600, parents 0700) under
+	// StartRequest.Home before each start, at their relative paths (e.g.
+	// ".codex/config.toml"): how the runner hands the agent its provider
+	// configuration. Ignored when Home is empty.
+	HomeFiles map[string][]byte
+	// Sandbox, when set, runs the CLI under bubblewrap with a copy of this
+	// policy: Workspace and Home from the StartRequest, Env the process's
+	// environment, Network on (the CLI must reach the model API).
+	Sandbox *sandbox.Policy
+	// AllowUntestedVersion lets New accept a CLI that is not
+	// TestedVersion (it logs a warning); without it New fails with a
+	// *VersionError.
+	AllowUntestedVersion bool
+	// StartTimeout bounds Start (default DefaultStartTimeout).
+	StartTimeout time.Duration
+	// TurnTimeout interrupts a turn that runs longer, which then fails
+	// with agent.ErrorTurnLimit; 0 means no limit.
+	TurnTimeout time.Duration
+	Logger      *slog.Logger
+	// Now is the clock of the events; nil means time.Now.
+	Now func() time.Time
+}
+
+// Driver starts Codex sessions over `codex app-server`.
+type Driver struct {
+	cfg     Config
+	cliPath string
+	version string
+}
+
+var _ agent.Driver = (*Driver)(nil)
+
+// New finds the CLI and checks its version, once.
+func New(cfg Config) (*Driver, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	name := cfg.CLIPath
+	if name == "" {
+		name = "codex"
+	}
+	path, err := lookPath(name, cfg.Env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCLINotFound, name, err)
+	}
+	version, err := cliVersion(path, cfg.Env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s --version: %w", ErrCLINotFound, path, err)
+	}
+	if version != TestedVersion {
+		if !cfg.AllowUntestedVersion {
+			return nil, &VersionError{Found: version, Tested: TestedVersion}
+		}
+		cfg.Logger.Warn("codex: untested CLI version", "found", version, "tested", TestedVersion)
+	}
+	if cfg.Sandbox != nil {
+		if err := cfg.Sandbox.Available(); err != nil {
+			return nil, fmt.Errorf("codex: sandbox: %w", err)
+		}
+	}
+	return &Driver{cfg: cfg, cliPath: path, version: version}, nil
+}
+
+// lookPath finds name as exec.LookPath does, on the PATH of env when env
+// sets one (the CLI runs with env, not with this process's environment).
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(p)
+	}
+	if path, ok := envValue(env, "PATH"); ok {
+		for _, dir := range filepath.SplitList(path) {
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return filepath.Abs(p)
+			}
+		}
+		return "", exec.ErrNotFound
+	}
+	return exec.LookPath(name)
+}
+
+// cliVersion runs `codex --version` with env.
+func cliVersion(path string, env []string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Name is "codex".
+func (d *Driver) Name() string { return Name }
+
+// Capabilities: resume and fork by thread id, steering, the session's
+// diff; approvals allow once or for the session.
+func (d *Driver) Capabilities() agent.Capabilities {
+	return agent.Capabilities{Resume: true, Fork: true, Steer: true, Diff: true,
+		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+}
+
+// Version is what the CLI's --version printed.
+func (d *Driver) Version() string { return d.version }
+
+// Start starts `codex app-server` and a thread on it: a new one, or
+// req.Resume's (forked into a new one with req.Fork). ctx and
+// Config.StartTimeout bound the start; the session lives until Close.
+func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
+	if req.Fork && req.Resume == "" {
+		return nil, errors.New("codex: fork needs the thread to fork (StartRequest.Resume)")
+	}
+	if req.Home != "" {
+		if err := writeHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {
+			return nil, err
+		}
+	}
+	env, err := d.environ(req.Home)
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := d.command(req, env)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
+	return start(ctx, d, cmd, req)
+}
+
+// command is the app-server's command line, wrapped in the sandbox if any.
+func (d *Driver) command(req agent.StartRequest, env []string) (*transport.Command, error) {
+	args := []string{"app-server"}
+	log := d.cfg.Logger
+	cmd := &transport.Command{Path: d.cliPath, Args: args, Env: env, Dir: req.Workspace, Logger: log,
+		ExitGrace: 2 * time.Second, TermGrace: 2 * time.Second,
+		Stderr: func(line string) { log.Debug("codex stderr", "line", line) }}
+	if d.cfg.Sandbox == nil {
+		return cmd, nil
+	}
+	policy := *d.cfg.Sandbox
+	policy.Workspace, policy.Home, policy.Network = req.Workspace, req.Home, true
+	policy.Env = envMap(env)
+	policy.ReadOnly = append(append([]string(nil), policy.ReadOnly...), cliDirs(d.cliPath)...)
+	path, wrapped, wenv, err := policy.Wrap(d.cliPath, args)
+	if err != nil {
+		return nil, fmt.Errorf("codex: sandbox: %w", err)
+	}
+	cmd.Path, cmd.Args, cmd.Env = path, wrapped, wenv
+	return cmd, nil
+}
+
+// environ is the CLI's environment: Config.Env, and with a home, HOME and
+// CODEX_HOME under it. Codex refuses to create its sandbox helper under the
+// temporary directory, and its shell tool then fails; so a home inside
+// TMPDIR gets a TMPDIR of its own (home/.tmp).
+func (d *Driver) environ(home string) ([]string, error) {
+	env := d.cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append([]string(nil), env...)
+	if home == "" {
+		return env, nil
+	}
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		return nil, fmt.Errorf("codex: home: %w", err)
+	}
+	env = setEnv(env, "HOME", home)
+	env = setEnv(env, "CODEX_HOME", codexHome)
+	tmp, ok := envValue(env, "TMPDIR")
+	if !ok || tmp == "" {
+		tmp = os.TempDir()
+	}
+	if d.cfg.Sandbox != nil {
+		tmp = "/tmp" // the sandbox's own
+	}
+	if within(codexHome, tmp) {
+		own := filepath.Join(home, ".tmp")
+		if err := os.MkdirAll(own, 0o700); err != nil {
+			return nil, fmt.Errorf("codex: home: %w", err)
+		}
+		env = setEnv(env, "TMPDIR", own)
+	}
+	return env, nil
+}
+
+func within(path, dir string) bool {
+	dir = filepath.Clean(dir)
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// writeHomeFiles writes files under home (mode 0600, parents 0700); a path
+// that would leave home is refused.
+func writeHomeFiles(home string, files map[string][]byte) error {
+	for rel, data := range files {
+		clean := filepath.Clean(rel)
+		if filepath.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+			return fmt.Errorf("codex: home file %q is not a path inside the home", rel)
+		}
+		p := filepath.Join(home, clean)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return fmt.Errorf("codex: home file %s: %w", rel, err)
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			return fmt.Errorf("codex: home file %s: %w", rel, err)
+		}
+		if err := os.Chmod(p, 0o600); err != nil { // WriteFile keeps an existing file's mode
+			return fmt.Errorf("codex: home file %s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+func envValue(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// setEnv sets key in env, replacing every earlier value.
+func setEnv(env []string, key, value string) []string {
+	out := env[:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// cliDirs are the directories the CLI needs to see inside the sandbox: the
+// npm tree its launcher comes from (node_modules), or its own directory.
+func cliDirs(cli string) []string {
+	var dirs []string
+	paths := []string{cli}
+	if real, err := filepath.EvalSymlinks(cli); err == nil && real != cli {
+		paths = append(paths, real)
+	}
+	for _, p := range paths {
+		dir := filepath.Dir(p)
+		for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+			if filepath.Base(d) == "node_modules" {
+				dir = d
+				break
+			}
+		}
+		if !contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
