@@ -92,7 +92,9 @@ type ItemNotification struct {
 }
 
 func (n *ItemNotification) Method() string { return n.method }
-func (n *ItemNotification) check() error   { return require("item.id", n.Item.ID, "item.type", n.Item.Type) }
+func (n *ItemNotification) check() error {
+	return require("item.id", n.Item.ID, "item.type", n.Item.Type)
+}
 
 // DeltaNotification is a piece of an item in progress: an agent message's
 // text, reasoning, a command's or a file change's output, a plan's text.
