@@ -1,0 +1,116 @@
+package opencode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	oc "github.com/tetherhq/tether/protocol/opencode"
+)
+
+// requestTimeout bounds an API call whose context has no deadline.
+const requestTimeout = 30 * time.Second
+
+// maxResponse caps a response body the client reads whole (a long
+// session's messages carry every tool output).
+const maxResponse = 256 << 20
+
+// client calls one `opencode serve` over loopback with its password. It
+// has a transport of its own, never a proxy, and close drops its
+// connections.
+type client struct {
+	base     string
+	password string
+	hc       *http.Client
+	tr       *http.Transport
+}
+
+func newClient(base, password string) *client {
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second, DisableCompression: true}
+	return &client{base: base, password: password, tr: tr, hc: &http.Client{Transport: tr}}
+}
+
+func (c *client) close() { c.tr.CloseIdleConnections() }
+
+func (c *client) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("opencode: %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("opencode: %s %s: %w", method, path, err)
+	}
+	req.SetBasicAuth(serverUser, c.password)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// do sends one request and decodes a 2xx answer into out (nil: ignore it);
+// any other answer is a *oc.ResponseError.
+func (c *client) do(ctx context.Context, method, path string, body, out any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+	}
+	req, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("opencode: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return fmt.Errorf("opencode: %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("opencode: %s %s: %w", method, path, oc.ParseResponseError(resp.StatusCode, data))
+	}
+	if out == nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("opencode: %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *client) health(ctx context.Context) (oc.Health, error) {
+	var h oc.Health
+	err := c.do(ctx, http.MethodGet, oc.PathHealth, nil, &h)
+	return h, err
+}
+
+// events opens GET /event; the body streams until ctx ends or the server
+// drops it.
+func (c *client) events(ctx context.Context) (io.ReadCloser, error) {
+	req, err := c.request(ctx, http.MethodGet, oc.PathEvent, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("opencode: GET %s: %w", oc.PathEvent, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, fmt.Errorf("opencode: GET %s: %w", oc.PathEvent, oc.ParseResponseError(resp.StatusCode, data))
+	}
+	return resp.Body, nil
+}

@@ -1,0 +1,278 @@
+package opencode
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/protocol/ndjson"
+	"github.com/tetherhq/tether/transport"
+)
+
+// listeningPrefix starts the line `opencode serve` prints once it listens.
+const listeningPrefix = "opencode server listening on "
+
+// serverUser is the basic-auth user OpenCode expects with
+// OPENCODE_SERVER_PASSWORD (its default; the driver sets it explicitly).
+const serverUser = "opencode"
+
+// Shutdown of the server: it does not exit when its stdin closes, and
+// takes over a second after SIGTERM.
+const (
+	exitGrace = 50 * time.Millisecond
+	termGrace = 5 * time.Second
+)
+
+// healthPoll paces the health checks while the server boots; healthTimeout
+// bounds one (the first requests to a booting server can hang).
+const (
+	healthPoll    = 100 * time.Millisecond
+	healthTimeout = 2 * time.Second
+)
+
+// askPermissions makes OpenCode ask before shell commands and edits, over
+// whatever its configuration allows: OPENCODE_PERMISSION is merged last
+// into its config.
+var askPermissions = map[string]string{"bash": "ask", "edit": "ask"}
+
+// server is one running `opencode serve`.
+type server struct {
+	conn     transport.Conn
+	url      string // http://127.0.0.1:PORT
+	password string
+	// exited is closed when the process has ended; exitErr says how.
+	exited  chan struct{}
+	exitErr error
+}
+
+// launch starts `opencode serve` for one session and waits until it
+// answers its health check. On failure nothing is left running.
+func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, error) {
+	if err := writeHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {
+		return nil, err
+	}
+	password, err := randomPassword()
+	if err != nil {
+		return nil, err
+	}
+	env, err := d.env(req.Home, password)
+	if err != nil {
+		return nil, err
+	}
+	path, args := d.cli, []string{"serve", "--hostname", "127.0.0.1", "--port", "0"}
+	if d.cfg.Sandbox != nil {
+		policy := *d.cfg.Sandbox
+		policy.Workspace, policy.Home, policy.Network = req.Workspace, req.Home, true
+		policy.Env = envMap(env)
+		path, args, env, err = policy.Wrap(path, args)
+		if err != nil {
+			return nil, fmt.Errorf("opencode: sandbox: %w", err)
+		}
+	}
+	cmd := &transport.Command{Path: path, Args: args, Env: env, Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace,
+		Logger: d.log, Stderr: func(line string) { d.log.Debug("opencode: stderr", "line", line) }}
+	conn, err := cmd.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("opencode: start: %w", err)
+	}
+	srv := &server{conn: conn, password: password, exited: make(chan struct{})}
+	url, err := srv.listening(ctx)
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	srv.url = url
+	go srv.drain()
+	if err := srv.waitHealthy(ctx); err != nil {
+		srv.close()
+		return nil, err
+	}
+	return srv, nil
+}
+
+// listening reads the server's stdout until it says where it listens
+// (`--port 0` takes 4096 when free, else a random port).
+func (s *server) listening(ctx context.Context) (string, error) {
+	for {
+		line, err := s.conn.Read(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return "", fmt.Errorf("%w: it did not say where it listens: %w", ErrServerNotReady, ctx.Err())
+		case errors.Is(err, ndjson.ErrSkipped):
+			continue
+		case err != nil:
+			return "", fmt.Errorf("%w: before it listened: %w", ErrServerExited, err)
+		}
+		if url, ok := strings.CutPrefix(strings.TrimSpace(string(line)), listeningPrefix); ok {
+			if !strings.HasPrefix(url, "http://127.0.0.1:") {
+				return "", fmt.Errorf("%w: it listens on %q, not on loopback", ErrServerNotReady, url)
+			}
+			return strings.TrimSuffix(url, "/"), nil
+		}
+	}
+}
+
+// drain reads the rest of stdout until the process ends, and reports the
+// end.
+func (s *server) drain() {
+	defer close(s.exited)
+	for {
+		_, err := s.conn.Read(context.Background())
+		if err == nil || errors.Is(err, ndjson.ErrSkipped) {
+			continue
+		}
+		s.exitErr = err
+		return
+	}
+}
+
+// waitHealthy polls GET /global/health until it says healthy.
+func (s *server) waitHealthy(ctx context.Context) error {
+	c := newClient(s.url, s.password)
+	defer c.close()
+	var last error
+	for {
+		hctx, cancel := context.WithTimeout(ctx, healthTimeout)
+		h, err := c.health(hctx)
+		cancel()
+		if err == nil && h.Healthy {
+			return nil
+		}
+		last = err
+		select {
+		case <-s.exited:
+			return fmt.Errorf("%w: before it was healthy: %w", ErrServerExited, s.exitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: no healthy answer (last: %v): %w", ErrServerNotReady, last, ctx.Err())
+		case <-time.After(healthPoll):
+		}
+	}
+}
+
+// close ends the server and waits for its process.
+func (s *server) close() {
+	_ = s.conn.Close()
+	<-s.exited
+}
+
+// env is the server's environment: the configured one, with the server's
+// password, the permission rules that make it ask, and, when the session
+// has a home, HOME and OpenCode's XDG directories inside it.
+func (d *Driver) env(home, password string) ([]string, error) {
+	base := d.cfg.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	set := map[string]string{
+		"OPENCODE_SERVER_PASSWORD": password,
+		"OPENCODE_SERVER_USERNAME": serverUser,
+	}
+	perm, err := mergePermission(lookupEnv(base, "OPENCODE_PERMISSION"))
+	if err != nil {
+		return nil, err
+	}
+	set["OPENCODE_PERMISSION"] = perm
+	if home != "" {
+		set["HOME"] = home
+		set["XDG_CONFIG_HOME"] = filepath.Join(home, ".config")
+		set["XDG_DATA_HOME"] = filepath.Join(home, ".local", "share")
+		set["XDG_CACHE_HOME"] = filepath.Join(home, ".cache")
+		set["XDG_STATE_HOME"] = filepath.Join(home, ".local", "state")
+	}
+	env := make([]string, 0, len(base)+len(set))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, over := set[k]; !over {
+			env = append(env, kv)
+		}
+	}
+	for _, k := range sortedKeys(set) {
+		env = append(env, k+"="+set[k])
+	}
+	return env, nil
+}
+
+// mergePermission is OPENCODE_PERMISSION with bash and edit set to ask.
+func mergePermission(current string) (string, error) {
+	rules := map[string]any{}
+	if current != "" {
+		if err := json.Unmarshal([]byte(current), &rules); err != nil {
+			return "", fmt.Errorf("%w: OPENCODE_PERMISSION in Env is not a JSON object: %w", ErrInvalidRequest, err)
+		}
+	}
+	for k, v := range askPermissions {
+		rules[k] = v
+	}
+	b, err := json.Marshal(rules)
+	return string(b), err
+}
+
+func lookupEnv(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range maps.Keys(m) {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// writeHomeFiles writes files under home at their relative paths.
+func writeHomeFiles(home string, files map[string][]byte) error {
+	if home == "" {
+		return nil
+	}
+	for rel, data := range files {
+		clean := filepath.Clean(rel)
+		if filepath.IsAbs(clean) || clean == "." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) || clean == ".." {
+			return fmt.Errorf("%w: home file %q is not a path inside the home", ErrInvalidRequest, rel)
+		}
+		path := filepath.Join(home, clean)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("opencode: home file: %w", err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return fmt.Errorf("opencode: home file: %w", err)
+		}
+		if err := os.Chmod(path, 0o600); err != nil { // WriteFile keeps an existing file's mode
+			return fmt.Errorf("opencode: home file: %w", err)
+		}
+	}
+	return nil
+}
+
+func randomPassword() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("opencode: password: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,310 @@
+package opencode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	oc "github.com/tetherhq/tether/protocol/opencode"
+)
+
+// options are the StartRequest.Options OpenCode takes.
+type options struct {
+	// Agent is OpenCode's agent for the prompts (build, plan, …); empty
+	// is its default.
+	Agent string `json:"agent,omitempty"`
+}
+
+func parseOptions(raw json.RawMessage) (options, error) {
+	var o options
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return o, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return o, fmt.Errorf("%w: options: %w", ErrInvalidRequest, err)
+	}
+	return o, nil
+}
+
+// parseModel splits "provider/model".
+func parseModel(model string) (*oc.PromptModel, error) {
+	if model == "" {
+		return nil, nil
+	}
+	provider, id, ok := strings.Cut(model, "/")
+	if !ok || provider == "" || id == "" {
+		return nil, fmt.Errorf("%w: model %q is not provider/model", ErrInvalidRequest, model)
+	}
+	return &oc.PromptModel{ProviderID: provider, ModelID: id}, nil
+}
+
+// session is one OpenCode conversation on a server of its own. One
+// goroutine follows the event stream; the methods may be called from any
+// goroutine; the mapper is shared under mu and events leave in the order
+// they were made.
+type session struct {
+	d      *Driver
+	srv    *server
+	api    *client
+	native string
+	model  *oc.PromptModel
+	opts   options
+
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	mapper *mapper
+	ended  bool
+	timer  *time.Timer // the running turn's time limit
+	// stream is the event stream being read, for tests that cut it.
+	stream *eventStream
+
+	out       *outbox
+	closeOnce sync.Once
+}
+
+// Start starts `opencode serve` in the workspace and creates the session,
+// or resumes or forks req.Resume. The session's events begin with
+// session.started.
+func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
+	opts, err := parseOptions(req.Options)
+	if err != nil {
+		return nil, err
+	}
+	model, err := parseModel(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	if req.Fork && req.Resume == "" {
+		return nil, fmt.Errorf("%w: fork needs the session to fork (Resume)", ErrInvalidRequest)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
+	srv, err := d.launch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{d: d, srv: srv, api: newClient(srv.url, srv.password), model: model, opts: opts, out: newOutbox(64)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// Subscribe before the session exists, so that nothing it says is
+	// missed.
+	stream, err := s.subscribe(ctx)
+	if err == nil {
+		s.native, err = s.open(ctx, req)
+	}
+	if err != nil {
+		if stream != nil {
+			stream.close()
+		}
+		s.cancel()
+		s.api.close()
+		srv.close()
+		return nil, err
+	}
+	s.mapper = newMapper(s.native, d.now)
+	s.stream = stream
+	s.out.add(s.mapper.startSession(req.Model, req.Workspace))
+	s.wg.Add(1)
+	go s.follow(stream)
+	return s, nil
+}
+
+// open creates, resumes or forks the OpenCode session and returns its id.
+func (s *session) open(ctx context.Context, req agent.StartRequest) (string, error) {
+	var info oc.Session
+	switch {
+	case req.Resume != "" && req.Fork:
+		path, err := oc.SessionForkPath(req.Resume)
+		if err != nil {
+			return "", fmt.Errorf("%w: resume: %w", ErrInvalidRequest, err)
+		}
+		if err := s.api.do(ctx, http.MethodPost, path, oc.ForkRequest{}, &info); err != nil {
+			return "", fmt.Errorf("opencode: fork %s: %w", req.Resume, err)
+		}
+	case req.Resume != "":
+		path, err := oc.SessionPath(req.Resume)
+		if err != nil {
+			return "", fmt.Errorf("%w: resume: %w", ErrInvalidRequest, err)
+		}
+		if err := s.api.do(ctx, http.MethodGet, path, nil, &info); err != nil {
+			return "", fmt.Errorf("opencode: resume %s: %w", req.Resume, err)
+		}
+	default:
+		if err := s.api.do(ctx, http.MethodPost, oc.PathSessions, oc.CreateSessionRequest{}, &info); err != nil {
+			return "", fmt.Errorf("opencode: create session: %w", err)
+		}
+	}
+	if info.ID == "" {
+		return "", fmt.Errorf("opencode: the server gave a session with no id")
+	}
+	return info.ID, nil
+}
+
+func (s *session) NativeID() string { return s.native }
+
+func (s *session) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
+	return s.out.events(ctx)
+}
+
+// Prompt starts a turn: the turn starts at once, and the prompt goes to
+// the async endpoint, whose answer comes on the event stream.
+func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
+	s.mu.Lock()
+	switch {
+	case s.ended:
+		s.mu.Unlock()
+		return agent.ErrSessionEnded
+	case s.mapper.running():
+		s.mu.Unlock()
+		return agent.ErrTurnInProgress
+	}
+	s.out.add(s.mapper.startTurn()...)
+	turn := s.mapper.turn
+	if limit := s.d.cfg.TurnTimeout; limit > 0 {
+		s.timer = time.AfterFunc(limit, func() { s.turnTimedOut(turn) })
+	}
+	s.mu.Unlock()
+	path, err := oc.SessionPromptAsyncPath(s.native)
+	if err == nil {
+		body := oc.NewTextPrompt(p.Text)
+		body.Model, body.Agent = s.model, s.opts.Agent
+		err = s.api.do(ctx, http.MethodPost, path, body, nil)
+	}
+	if err != nil {
+		s.mu.Lock()
+		if s.mapper.turn == turn { // it never ran
+			s.out.add(s.mapper.abort(&agent.Error{Code: agent.ErrorAgent, Message: "the prompt was not accepted: " + err.Error()})...)
+			s.stopTimerLocked()
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("opencode: prompt: %w", err)
+	}
+	return nil
+}
+
+// Steer is not offered: OpenCode queues a prompt sent during a turn as a
+// turn of its own rather than adding it to the running one.
+func (s *session) Steer(context.Context, agent.Prompt) error {
+	return &agent.UnsupportedError{Agent: agentName, Capability: "steer"}
+}
+
+// Interrupt aborts the running turn; its approvals are resolved as
+// interrupted at once, and the turn completes interrupted when OpenCode
+// says it is idle.
+func (s *session) Interrupt(ctx context.Context) error {
+	s.mu.Lock()
+	if s.ended || !s.mapper.running() {
+		s.mu.Unlock()
+		return agent.ErrNoTurn
+	}
+	s.mapper.interrupted = true
+	s.out.add(s.mapper.clearApprovals(agent.CauseInterrupted, "the turn was interrupted")...)
+	s.mu.Unlock()
+	return s.abort(ctx)
+}
+
+func (s *session) abort(ctx context.Context) error {
+	path, err := oc.SessionAbortPath(s.native)
+	if err == nil {
+		err = s.api.do(ctx, http.MethodPost, path, nil, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("opencode: interrupt: %w", err)
+	}
+	return nil
+}
+
+// turnTimedOut aborts turn if it still runs; it then fails with
+// turn_limit.
+func (s *session) turnTimedOut(turn string) {
+	s.mu.Lock()
+	if s.ended || s.mapper.turn != turn {
+		s.mu.Unlock()
+		return
+	}
+	s.mapper.limited = true
+	s.out.add(s.mapper.clearApprovals(agent.CauseInterrupted, "the turn timed out")...)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
+	defer cancel()
+	if err := s.abort(ctx); err != nil {
+		s.d.log.Warn("opencode: abort after the turn timeout", "session", s.native, "err", err)
+	}
+}
+
+func (s *session) stopTimerLocked() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// Messages is the conversation so far, from OpenCode's own history (so a
+// resumed session shows its past), as completed items.
+func (s *session) Messages(ctx context.Context) ([]agent.Item, error) {
+	msgs, err := s.history(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return historyItems(s.native, msgs), nil
+}
+
+func (s *session) history(ctx context.Context) ([]oc.MessageWithParts, error) {
+	path, err := oc.SessionMessagesPath(s.native)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []oc.MessageWithParts
+	if err := s.api.do(ctx, http.MethodGet, path, nil, &msgs); err != nil {
+		return nil, fmt.Errorf("opencode: messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// Diff is the session's file changes, as OpenCode's diff endpoint reports
+// them (paths relative to the workspace, unified diffs).
+func (s *session) Diff(ctx context.Context) ([]agent.FileChange, error) {
+	path, err := oc.SessionDiffPath(s.native, "")
+	if err != nil {
+		return nil, err
+	}
+	var diffs []oc.FileDiff
+	if err := s.api.do(ctx, http.MethodGet, path, nil, &diffs); err != nil {
+		return nil, fmt.Errorf("opencode: diff: %w", err)
+	}
+	changes := make([]agent.FileChange, 0, len(diffs))
+	for _, f := range diffs {
+		kind := agent.ChangeUpdate
+		switch f.Status {
+		case oc.FileAdded:
+			kind = agent.ChangeAdd
+		case oc.FileDeleted:
+			kind = agent.ChangeDelete
+		}
+		changes = append(changes, agent.FileChange{Path: f.File, Kind: kind, Diff: f.Patch})
+	}
+	return changes, nil
+}
+
+// Close ends the server and the reader, and waits for both. A running
+// turn fails and pending approvals are resolved as the turn's end.
+func (s *session) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.srv.close()
+		s.wg.Wait()
+		s.api.close()
+	})
+	return nil
+}
