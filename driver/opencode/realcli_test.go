@@ -92,7 +92,243 @@ func TestRealCLITextTurn(t *testing.T) {
 	waitNoProcs(t, "HOME="+env.home)
 }
 
-var _ = json.Marshal
-var _ = os.Stat
-var _ = filepath.Join
-var _ = syscall.SIGKILL
+// toolResults is the text of every tool result the fake model was sent.
+func toolResults(t *testing.T, env *realEnv) []string {
+	t.Helper()
+	var out []string
+	for _, r := range env.fake.Requests() {
+		if r.Path != "/v1/chat/completions" {
+			continue
+		}
+		var body struct {
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatalf("request body: %v", err)
+		}
+		for _, m := range body.Messages {
+			if m.Role == "tool" {
+				out = append(out, string(m.Content))
+			}
+		}
+	}
+	return out
+}
+
+// A shell command approved once: the approval names the command and its
+// item, the command runs (its output in the completed item, the fake
+// model sent the result), and a second resolution is refused with the
+// first.
+func TestRealCLIShellApproved(t *testing.T) {
+	env := newRealEnv(t, nil)
+	r := env.start(t, agent.StartRequest{})
+	r.prompt("USE_SHELL echo approved-run")
+	req := r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if req.Tool != "bash" || req.Title != "bash: echo approved-run" || req.ItemID == "" || len(req.Scopes) != 2 || req.TurnID == "" {
+		t.Fatalf("approval %+v", req)
+	}
+	allow := agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow, Scope: agent.ScopeOnce, By: "tester"}
+	if err := r.s.Resolve(ctxT(t), allow); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	var already *agent.AlreadyResolvedError
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Deny}); !errors.As(err, &already) || already.First.Decision != agent.Allow || already.First.By != "tester" {
+		t.Errorf("second Resolve: %v", err)
+	}
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: "per_nope", Decision: agent.Allow}); !errors.Is(err, agent.ErrUnknownApproval) {
+		t.Errorf("Resolve of an unknown approval: %v", err)
+	}
+	end := r.turnEnd()
+	if end.Turn.Status != agent.TurnCompleted || end.Turn.Text != "tool said: approved-run" {
+		t.Errorf("turn %+v error %+v", end.Turn, end.Error)
+	}
+	var resolved int
+	var cmd *agent.Item
+	for _, e := range r.seen {
+		if e.Kind == agent.KindApprovalResolved {
+			resolved++
+			if e.Resolution.Decision != agent.Allow || e.Resolution.Cause != agent.CauseClient || e.Resolution.Scope != agent.ScopeOnce {
+				t.Errorf("resolution %+v", e.Resolution)
+			}
+		}
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand {
+			cmd = e.Item
+		}
+	}
+	if resolved != 1 {
+		t.Errorf("%d approval.resolved, want 1", resolved)
+	}
+	if cmd == nil || cmd.ID != req.ItemID || cmd.Status != agent.ItemDone || cmd.Command.Command != "echo approved-run" || cmd.Command.Output != "approved-run\n" || cmd.Command.ExitCode == nil || *cmd.Command.ExitCode != 0 {
+		t.Errorf("command item %+v %+v", cmd, cmd.Command)
+	}
+	if res := toolResults(t, env); len(res) != 1 || !strings.Contains(res[0], "approved-run") {
+		t.Errorf("tool results the model got: %q", res)
+	}
+}
+
+// A shell command denied: it does not run, its item is declined, and the
+// model is told.
+func TestRealCLIShellDenied(t *testing.T) {
+	env := newRealEnv(t, nil)
+	r := env.start(t, agent.StartRequest{})
+	marker := filepath.Join(env.ws, "marker")
+	r.prompt("USE_SHELL touch " + marker)
+	req := r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Deny, Reason: "not in this test"}); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	end := r.turnEnd()
+	if end.Turn.Status != agent.TurnCompleted {
+		t.Errorf("turn %+v error %+v", end.Turn, end.Error)
+	}
+	var cmd *agent.Item
+	for _, e := range r.seen {
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand {
+			cmd = e.Item
+		}
+	}
+	if cmd == nil || cmd.Status != agent.ItemDeclined || cmd.ID != req.ItemID {
+		t.Errorf("command item %+v", cmd)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the denied command ran: %v", err)
+	}
+	if res := toolResults(t, env); len(res) != 1 || !strings.Contains(res[0], "not in this test") {
+		t.Errorf("tool results the model got: %q", res)
+	}
+}
+
+// An interrupt of a slow turn: the turn completes interrupted, the model's
+// stream is dropped, and the session takes the next prompt.
+func TestRealCLIInterrupt(t *testing.T) {
+	env := newRealEnv(t, nil)
+	r := env.start(t, agent.StartRequest{})
+	if err := r.s.Interrupt(ctxT(t)); !errors.Is(err, agent.ErrNoTurn) {
+		t.Errorf("Interrupt with no turn: %v", err)
+	}
+	r.prompt("SLOW")
+	r.until("a delta", kindIs(agent.KindItemDelta))
+	if err := r.s.Interrupt(ctxT(t)); err != nil {
+		t.Fatalf("Interrupt: %v", err)
+	}
+	end := r.turnEnd()
+	if end.Turn.Status != agent.TurnInterrupted {
+		t.Fatalf("turn %+v error %+v", end.Turn, end.Error)
+	}
+	for _, e := range r.seen {
+		if e.Kind == agent.KindItemStarted {
+			found := false
+			for _, c := range r.seen {
+				found = found || (c.Kind == agent.KindItemCompleted && c.Item.ID == e.Item.ID)
+			}
+			if !found {
+				t.Errorf("item %s started and never completed", e.Item.ID)
+			}
+		}
+	}
+	r.prompt("SAY after the interrupt")
+	if end := r.turnEnd(); end.Turn.Status != agent.TurnCompleted || end.Turn.Text != "after the interrupt" {
+		t.Errorf("next turn %+v error %+v", end.Turn, end.Error)
+	}
+}
+
+// A provider error: the turn fails with api_error and the status.
+func TestRealCLIProviderError(t *testing.T) {
+	env := newRealEnv(t, nil)
+	r := env.start(t, agent.StartRequest{})
+	r.prompt("ERROR_400")
+	end := r.turnEnd()
+	if end.Turn.Status != agent.TurnFailed || end.Error == nil || end.Error.Code != agent.ErrorAPI || end.Error.Status != 400 {
+		t.Fatalf("turn %+v error %+v", end.Turn, end.Error)
+	}
+}
+
+// A provider that keeps failing: OpenCode retries a 500 with no end, so
+// the turn timeout aborts the turn, which fails with turn_limit; the
+// retries were reported as api errors on the way.
+func TestRealCLITurnTimeout(t *testing.T) {
+	env := newRealEnv(t, func(c *Config) { c.TurnTimeout = 4 * time.Second })
+	r := env.start(t, agent.StartRequest{})
+	r.prompt("ERROR_500")
+	retry := r.until("a retry", kindIs(agent.KindError))
+	if retry.Error.Code != agent.ErrorAPI || !retry.Error.Retrying {
+		t.Errorf("retry error %+v", retry.Error)
+	}
+	end := r.turnEnd()
+	if end.Turn.Status != agent.TurnFailed || end.Error == nil || end.Error.Code != agent.ErrorTurnLimit {
+		t.Fatalf("turn %+v error %+v", end.Turn, end.Error)
+	}
+	r.prompt("SAY still here")
+	if end := r.turnEnd(); end.Turn.Text != "still here" {
+		t.Errorf("next turn %+v error %+v", end.Turn, end.Error)
+	}
+}
+
+// The server killed mid-turn: open items fail, the turn fails with
+// agent_exited, the session ends exited, and nothing is left running.
+func TestRealCLIKilled(t *testing.T) {
+	env := newRealEnv(t, nil)
+	r := env.start(t, agent.StartRequest{})
+	r.prompt("SLOW")
+	r.until("a delta", kindIs(agent.KindItemDelta))
+	pids := pidsWithEnv("HOME=" + env.home)
+	if len(pids) == 0 {
+		t.Fatal("no server process found")
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	end := r.turnEnd()
+	if end.Turn.Status != agent.TurnFailed || end.Error == nil || end.Error.Code != agent.ErrorAgentExit {
+		t.Fatalf("turn %+v error %+v", end.Turn, end.Error)
+	}
+	var failed bool
+	for _, e := range r.seen {
+		failed = failed || (e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemMessage && e.Item.Status == agent.ItemFailed)
+	}
+	if !failed {
+		t.Errorf("the streaming message did not fail: %s", kinds(r.seen))
+	}
+	r.rest()
+	last := r.seen[len(r.seen)-1]
+	if last.Kind != agent.KindSessionEnded || last.Session.Reason != "exited" || last.Error == nil || last.Error.Code != agent.ErrorAgentExit {
+		t.Errorf("last event %+v", last)
+	}
+	if err := r.s.Prompt(ctxT(t), agent.Prompt{Text: "SAY x"}); !errors.Is(err, agent.ErrSessionEnded) {
+		t.Errorf("Prompt after the end: %v", err)
+	}
+	waitNoProcs(t, "HOME="+env.home)
+}
+
+// Close with an approval pending: the approval is resolved as the turn's
+// end, the turn fails, the session ends closed, nothing is left running.
+func TestRealCLICloseWithPendingApproval(t *testing.T) {
+	env := newRealEnv(t, nil)
+	r := env.start(t, agent.StartRequest{})
+	r.prompt("USE_SHELL echo never")
+	req := r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if err := r.s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	r.rest()
+	var resolved *agent.Resolution
+	for _, e := range r.seen {
+		if e.Kind == agent.KindApprovalResolved {
+			resolved = e.Resolution
+		}
+	}
+	if resolved == nil || resolved.ApprovalID != req.ID || resolved.Decision != agent.Deny || resolved.Cause != agent.CauseTurnEnded {
+		t.Errorf("resolution %+v", resolved)
+	}
+	n := len(r.seen)
+	if r.seen[n-2].Kind != agent.KindTurnCompleted || r.seen[n-2].Turn.Status != agent.TurnFailed || r.seen[n-1].Kind != agent.KindSessionEnded || r.seen[n-1].Session.Reason != "closed" {
+		t.Errorf("last events %s", kinds(r.seen[n-2:]))
+	}
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow}); !errors.Is(err, agent.ErrAlreadyResolved) {
+		t.Errorf("Resolve after Close: %v", err)
+	}
+	waitNoProcs(t, "HOME="+env.home)
+}
