@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tetherhq/tether/agent"
@@ -58,6 +59,13 @@ func (c *conversation) appendNote(workspace, line string) (agent.FileChange, err
 	}
 	c.notes.added = append(c.notes.added, line)
 	return agent.FileChange{Path: notesName, Kind: kind(existed), Diff: appendDiff(notesName, existed, string(old), []string{line})}, nil
+}
+
+// noteKind is what the next note will do to the file: add it, or update
+// it.
+func (s *session) noteKind() agent.ChangeKind {
+	_, err := os.Lstat(filepath.Join(s.workspace, notesName))
+	return kind(err == nil)
 }
 
 // change is the conversation's whole change of the file.

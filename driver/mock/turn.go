@@ -102,6 +102,17 @@ func (t *turnRun) startItem(it agent.Item) error {
 }
 
 func (t *turnRun) delta(id string, f agent.Field, text string) error {
+	if it, ok := t.open[id]; ok { // so an item cut short keeps what it streamed
+		switch {
+		case f == agent.FieldText:
+			it.Text += text
+		case f == agent.FieldOutput && it.Command != nil:
+			c := *it.Command
+			c.Output += text
+			it.Command = &c
+		}
+		t.open[id] = it
+	}
 	return t.emit(t.event(agent.KindItemDelta, func(e *agent.Event) { e.Delta = &agent.Delta{ItemID: id, Field: f, Text: text} }))
 }
 
@@ -192,7 +203,7 @@ func (t *turnRun) command() error {
 }
 
 func (t *turnRun) fileChange() error {
-	it := agent.Item{ID: t.id + "/file", Type: agent.ItemFileChange, Changes: []agent.FileChange{}}
+	it := agent.Item{ID: t.id + "/file", Type: agent.ItemFileChange, Changes: []agent.FileChange{{Path: notesName, Kind: t.s.noteKind()}}}
 	if err := t.startItem(it); err != nil {
 		return err
 	}
@@ -201,7 +212,7 @@ func (t *turnRun) fileChange() error {
 	t.s.mu.Unlock()
 	it.Status, it.Changes = agent.ItemDone, []agent.FileChange{change}
 	if err != nil {
-		it.Status, it.Changes = agent.ItemFailed, []agent.FileChange{{Path: notesName, Kind: agent.ChangeUpdate}}
+		it.Status = agent.ItemFailed
 		t.outcomes = append(t.outcomes, "I could not write "+notesName+": "+err.Error()+".")
 	}
 	return t.complete(it)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/mockclaude"
 )
@@ -45,12 +46,20 @@ func ParseApprove(s string) (Approve, error) {
 
 // Config is one run: the session to start, the prompt, and the terminal.
 type Config struct {
-	// Options start the session. Run adds IncludePartialMessages and
-	// CanUseTool, and with Verbose the logging hooks.
+	// Options start the session of Claude Code through the SDK, when
+	// Driver is nil. Run adds IncludePartialMessages and CanUseTool, and
+	// with Verbose the logging hooks.
 	Options claude.Options
-	Prompt  string
+	// Driver, when set, is the agent the run starts its session with
+	// instead (any agent.Driver: the mock, Codex, OpenCode, Claude Code's
+	// canonical driver), from Start; its events are shown as they come.
+	Driver agent.Driver
+	// Start is the session Driver starts: Workspace (the current
+	// directory if empty), Resume, Model.
+	Start  agent.StartRequest
+	Prompt string
 
-	// Out gets the conversation (or, with JSON, only the raw lines); Err
+	// Out gets the conversation (or, with JSON or Raw, only those lines); Err
 	// gets the spinner, approval questions, notes and errors.
 	Out, Err io.Writer
 	// In is where answers to approval questions are read, one line each.
@@ -71,8 +80,14 @@ type Config struct {
 	// would run without asking included (read-only commands, reading files
 	// in its working directory, AllowedTools): see claude.AskEveryTool.
 	AskEveryTool bool
-	// JSON prints each message's raw line on Out and nothing else there.
+	// JSON prints each canonical event (agent.Event, with the agent's
+	// own payload in raw) as one line on Out and nothing else there. It
+	// needs a Driver.
 	JSON bool
+	// Raw prints only the agent's own lines on Out: the CLI's stream-json
+	// lines exactly (the SDK path), or each event's raw payload (a
+	// Driver's).
+	Raw bool
 	// Verbose logs the CLI's stderr and skipped output lines to Err.
 	Verbose bool
 

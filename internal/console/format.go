@@ -3,17 +3,17 @@ package console
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/internal/eventview"
 )
 
-// clipRunes is how much of a command, pattern or result line one line shows.
+// How much of a command, pattern or result line one line shows.
 const (
-	clipSummary = 80
-	clipResult  = 100
+	clipSummary = eventview.ClipSummary
+	clipResult  = eventview.ClipResult
 )
 
 // style adds ANSI styling when on.
@@ -31,58 +31,14 @@ func (s style) red(t string) string    { return s.wrap("31", t) }
 func (s style) green(t string) string  { return s.wrap("32", t) }
 func (s style) yellow(t string) string { return s.wrap("33", t) }
 
-// toolSummary names a tool call in a few words: the tool and the file,
-// command, pattern, URL or query it works on.
+// toolSummary names a tool call in a few words (see eventview.ToolSummary).
 func toolSummary(name string, input json.RawMessage, cwd string) string {
-	var in struct {
-		FilePath     string `json:"file_path"`
-		NotebookPath string `json:"notebook_path"`
-		Command      string `json:"command"`
-		Pattern      string `json:"pattern"`
-		URL          string `json:"url"`
-		Query        string `json:"query"`
-	}
-	_ = json.Unmarshal(input, &in) // a tool without these fields is shown by name
-	switch {
-	case in.FilePath != "":
-		return name + " " + relPath(in.FilePath, cwd)
-	case in.NotebookPath != "":
-		return name + " " + relPath(in.NotebookPath, cwd)
-	}
-	for _, v := range []string{in.Command, in.Pattern, in.URL, in.Query} {
-		if v != "" {
-			line, more := firstLine(v, clipSummary)
-			if more > 0 {
-				line += " …"
-			}
-			return name + ": " + line
-		}
-	}
-	return name
-}
-
-// relPath shows p relative to cwd when it lies inside it.
-func relPath(p, cwd string) string {
-	if cwd == "" || !filepath.IsAbs(p) {
-		return p
-	}
-	rel, err := filepath.Rel(cwd, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return p
-	}
-	return rel
+	return eventview.ToolSummary(name, input, cwd)
 }
 
 // firstLine returns the first non-blank line of s, clipped to max runes,
 // and how many more lines follow it.
-func firstLine(s string, max int) (line string, more int) {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	line = strings.TrimSpace(lines[0])
-	if r := []rune(line); len(r) > max {
-		line = string(r[:max-1]) + "…"
-	}
-	return line, len(lines) - 1
-}
+func firstLine(s string, max int) (line string, more int) { return eventview.FirstLine(s, max) }
 
 // toolResultText is a tool result as one line's worth of text, without the
 // CLI's <tool_use_error> wrapper.

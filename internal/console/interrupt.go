@@ -5,8 +5,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/tetherhq/tether/claude"
 )
 
 // settleLimit bounds how long a cancelled run waits for its interrupt
@@ -22,7 +20,7 @@ type interrupter struct {
 	note   func(string)
 
 	mu        sync.Mutex
-	client    *claude.Client
+	client    interruptible
 	presses   int
 	cancelled bool
 	answered  chan struct{} // closed when the Interrupt request ends; nil before one
@@ -32,8 +30,14 @@ func newInterrupter(cancel context.CancelFunc, note func(string)) *interrupter {
 	return &interrupter{cancel: cancel, note: note}
 }
 
+// interruptible is a session whose turn can be interrupted: a
+// *claude.Client or an agent.Session.
+type interruptible interface {
+	Interrupt(ctx context.Context) error
+}
+
 // attach makes the session interruptible.
-func (i *interrupter) attach(c *claude.Client) {
+func (i *interrupter) attach(c interruptible) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.client = c
@@ -84,7 +88,7 @@ func (i *interrupter) press(ctx context.Context) {
 // second press must not wait for it. Nor may that press's cancel stop the
 // request (hence a context without cancel): a stopped turn lets the CLI
 // exit at once when the session closes, and closing ends this wait.
-func (i *interrupter) interrupt(ctx context.Context, c *claude.Client, answered chan struct{}) {
+func (i *interrupter) interrupt(ctx context.Context, c interruptible, answered chan struct{}) {
 	defer close(answered)
 	_ = c.Interrupt(ctx) // if it fails the turn ends anyway, or by a second press
 }

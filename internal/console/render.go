@@ -14,13 +14,13 @@ type view interface {
 	finish(r *claude.ResultMessage, interrupted bool, elapsed time.Duration)
 }
 
-// jsonView prints each message's line exactly as the CLI wrote it.
-type jsonView struct{ scr *screen }
+// rawView prints each message's line exactly as the CLI wrote it.
+type rawView struct{ scr *screen }
 
-func (v jsonView) message(m claude.Message) { v.scr.raw(m.Raw()) }
+func (v rawView) message(m claude.Message) { v.scr.raw(m.Raw()) }
 
 // finish adds nothing: the result line already says it all.
-func (jsonView) finish(*claude.ResultMessage, bool, time.Duration) {}
+func (rawView) finish(*claude.ResultMessage, bool, time.Duration) {}
 
 // section is the kind of output printed last; a blank line separates
 // prose from tool lines.

@@ -31,6 +31,9 @@ type run struct {
 // given a read deadline; it ends with the process (or the next line).
 func Run(ctx context.Context, cfg Config) int {
 	cfg = cfg.withDefaults()
+	if cfg.Driver != nil {
+		return runAgent(ctx, cfg)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := newRun(cfg, cancel)
@@ -46,11 +49,11 @@ func Run(ctx context.Context, cfg Config) int {
 func newRun(cfg Config, cancel context.CancelFunc) *run {
 	cwd := workDir(cfg.Options.Cwd)
 	st := style{cfg.Color}
-	scr := newScreen(cfg.Out, cfg.Err, cfg.OutTerminal, cfg.ErrTerminal && !cfg.JSON)
+	scr := newScreen(cfg.Out, cfg.Err, cfg.OutTerminal, cfg.ErrTerminal && !cfg.Raw)
 	r := &run{cfg: cfg, scr: scr, st: st, start: cfg.Now()}
 	var shown *shownTools
-	if cfg.JSON {
-		r.view = jsonView{scr}
+	if cfg.Raw {
+		r.view = rawView{scr}
 	} else {
 		shown = newShownTools()
 		r.view = newHumanView(scr, st, cwd, shown)

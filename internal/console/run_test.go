@@ -58,11 +58,11 @@ func TestDemoDenyShowsErrorResult(t *testing.T) {
 	}
 }
 
-func TestJSONPrintsExactlyTheMockLines(t *testing.T) {
+func TestRawPrintsExactlyTheMockLines(t *testing.T) {
 	tee := filepath.Join(t.TempDir(), "mock-stdout")
 	r := newMockRun(t, "", map[string]string{teeEnv: tee})
-	r.cfg.JSON = true
-	r.cfg.ErrTerminal = true // no spinner in JSON mode, even so
+	r.cfg.Raw = true
+	r.cfg.ErrTerminal = true // no spinner in raw mode, even so
 	if code := r.run(); code != ExitOK {
 		t.Fatalf("exit code %d; err:\n%s", code, r.err)
 	}

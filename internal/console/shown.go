@@ -36,7 +36,7 @@ func (s *shownTools) mark(id string) *shownMark {
 }
 
 // shown records that the tool call's line was written. A nil receiver
-// (JSON output, which has no tool lines) does nothing.
+// (raw output, which has no tool lines) does nothing.
 func (s *shownTools) shown(id string) {
 	if s == nil || id == "" {
 		return

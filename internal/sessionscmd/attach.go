@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/internal/eventview"
 )
 
 // AttachOptions say how to follow a session.
@@ -47,7 +48,7 @@ func Attach(ctx context.Context, e Env, o AttachOptions) int {
 		if e.JSON {
 			_ = e.printJSON(ev)
 		} else {
-			show(e.Out, ev)
+			eventview.Compact(e.Out, ev)
 		}
 		if ev.Kind == agent.KindApprovalRequested && answers != nil {
 			if code := ask(ctx, e, answers, ev); code != ExitOK {
@@ -87,56 +88,4 @@ func ask(ctx context.Context, e Env, in *bufio.Reader, ev agent.Event) int {
 		fmt.Fprintln(e.Err, "tether:", err) // answered elsewhere first: that answer stands
 	}
 	return ExitOK
-}
-
-// show prints one event as a line for people; deltas and bookkeeping
-// print nothing (the completed item says it all).
-func show(w io.Writer, ev agent.Event) {
-	switch ev.Kind {
-	case agent.KindSessionStarted:
-		fmt.Fprintf(w, "● session %s (%s)\n", ev.SessionID, ev.Session.Agent)
-	case agent.KindItemCompleted:
-		showItem(w, ev.Item)
-	case agent.KindApprovalResolved:
-		r := ev.Resolution
-		fmt.Fprintf(w, "  %s%s\n", r.Decision, by(*r))
-	case agent.KindError:
-		fmt.Fprintf(w, "! %s: %s\n", ev.Error.Code, ev.Error.Message)
-	case agent.KindTurnCompleted:
-		line := "✓ " + string(ev.Turn.Status)
-		if ev.Error != nil {
-			line = "✗ " + string(ev.Turn.Status) + ": " + ev.Error.Message
-		}
-		fmt.Fprintln(w, line)
-	case agent.KindSessionEnded:
-		fmt.Fprintf(w, "● session ended (%s)\n", ev.Session.Reason)
-	}
-}
-
-func showItem(w io.Writer, it *agent.Item) {
-	switch it.Type {
-	case agent.ItemUserMessage:
-		fmt.Fprintf(w, "> %s\n", firstLine(it.Text))
-	case agent.ItemMessage:
-		fmt.Fprintln(w, it.Text)
-	case agent.ItemCommand:
-		fmt.Fprintf(w, "$ %s  [%s]\n", it.Command.Command, it.Status)
-	case agent.ItemFileChange:
-		for _, c := range it.Changes {
-			fmt.Fprintf(w, "~ %s %s  [%s]\n", c.Kind, c.Path, it.Status)
-		}
-	case agent.ItemToolCall:
-		fmt.Fprintf(w, "⚙ %s  [%s]\n", it.Tool.Name, it.Status)
-	case agent.ItemPlan:
-		for _, s := range it.Plan {
-			fmt.Fprintf(w, "- [%s] %s\n", s.Status, s.Text)
-		}
-	case agent.ItemQuestion:
-		fmt.Fprintf(w, "? %s\n", it.Question.Prompt)
-	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

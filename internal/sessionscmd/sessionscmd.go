@@ -15,6 +15,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/internal/eventview"
 )
 
 // Exit statuses, as tether run's.
@@ -105,7 +106,7 @@ func Resolve(ctx context.Context, e Env, sessionID, approvalID string, a client.
 	var already *agent.AlreadyResolvedError
 	switch {
 	case errors.As(err, &already):
-		return e.fail(fmt.Errorf("approval %s was already answered: %s%s", approvalID, already.First.Decision, by(already.First)))
+		return e.fail(fmt.Errorf("approval %s was already answered: %s%s", approvalID, already.First.Decision, eventview.By(already.First)))
 	case err != nil:
 		return e.fail(err)
 	}
@@ -114,16 +115,6 @@ func Resolve(ctx context.Context, e Env, sessionID, approvalID string, a client.
 	}
 	fmt.Fprintf(e.Out, "%s %s\n", map[agent.Decision]string{agent.Allow: "allowed", agent.Deny: "denied"}[r.Decision], approvalID)
 	return ExitOK
-}
-
-func by(r agent.Resolution) string {
-	switch {
-	case r.By != "":
-		return " by " + r.By
-	case r.Cause != agent.CauseClient && r.Cause != "":
-		return " (" + string(r.Cause) + ")"
-	}
-	return ""
 }
 
 func (e Env) printJSON(v any) int {
