@@ -3,6 +3,7 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -321,10 +322,14 @@ func turnError(e *codexapp.TurnError) *agent.Error {
 		return &agent.Error{Code: agent.ErrorAgent, Message: "the turn failed"}
 	}
 	out := &agent.Error{Code: agent.ErrorAgent, Message: e.Message, Status: e.HTTPStatus()}
+	kind := e.Kind()
+	if msg, ok := badRequest(kind, e.Message); ok {
+		out.Message, out.Status = msg, http.StatusBadRequest
+	}
 	if out.Message == "" {
 		out.Message = "the turn failed"
 	}
-	switch kind := e.Kind(); {
+	switch {
 	case kind == "contextWindowExceeded" || kind == "sessionBudgetExceeded":
 		out.Code = agent.ErrorTurnLimit
 	case kind == "sandboxError":
@@ -334,6 +339,27 @@ func turnError(e *codexapp.TurnError) *agent.Error {
 		out.Code = agent.ErrorAPI
 	}
 	return out
+}
+
+// badRequest reads Codex's report of a 400 from the model API: no status,
+// kind "other", and the API's error body as the message. It returns the
+// body's own message.
+func badRequest(kind, message string) (string, bool) {
+	if kind != "other" || !strings.HasPrefix(message, "{") {
+		return "", false
+	}
+	var body struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(message), &body) != nil || body.Error == nil {
+		return "", false
+	}
+	if body.Error.Message == "" {
+		return message, true
+	}
+	return body.Error.Message, true
 }
 
 // usageOf is what a turn used: total less what was used before it.

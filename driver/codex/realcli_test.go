@@ -1,6 +1,11 @@
 package codex_test
 
 import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,4 +77,102 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// isApproval matches approval.requested.
+func isApproval(e agent.Event) bool { return e.Kind == agent.KindApprovalRequested }
+
+// A shell command approved: the approval names the command and its scopes,
+// the command ran (its output in the command item), the fake model saw the
+// result, and a second resolution is refused with the first.
+func TestRealCLIShellApproved(t *testing.T) {
+	r := newRig(t, fakeopenai.Options{}, nil)
+	s, w := r.start(agentStart())
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "USE_SHELL echo hello"}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := w.until(0, isApproval)
+	a := req.Approval
+	if !strings.Contains(a.Title, "echo hello") || a.ItemID == "" || a.Agent != "codex" || !slices.Contains(a.Scopes, agent.ScopeOnce) {
+		t.Fatalf("approval %+v", a)
+	}
+	if err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: a.ID, Decision: agent.Allow, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: a.ID, Decision: agent.Deny})
+	var already *agent.AlreadyResolvedError
+	if !errors.As(err, &already) || already.First.Decision != agent.Allow || already.First.By != "test" {
+		t.Errorf("second Resolve = %v, want *AlreadyResolvedError naming the allow", err)
+	}
+	end, _ := w.turnEnd(0)
+	if end.Turn.Status != agent.TurnCompleted || end.Turn.Text != "tool said: hello" {
+		t.Fatalf("turn.completed %+v\n%s", end.Turn, w.dump())
+	}
+	res, _ := w.kind(0, agent.KindApprovalResolved)
+	if res.Resolution.ApprovalID != a.ID || res.Resolution.Decision != agent.Allow || res.Resolution.Cause != agent.CauseClient {
+		t.Errorf("approval.resolved %+v", res.Resolution)
+	}
+	cmd, _ := w.until(0, func(e agent.Event) bool {
+		return e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand
+	})
+	c := cmd.Item.Command
+	if cmd.Item.ID != a.ItemID || cmd.Item.Status != agent.ItemDone || c.Output != "hello\n" || c.ExitCode == nil || *c.ExitCode != 0 || !strings.Contains(c.Command, "echo hello") {
+		t.Errorf("command item %+v %+v", cmd.Item, c)
+	}
+	if out := lastToolOutput(t, r.srv); !strings.Contains(out, "hello") {
+		t.Errorf("the fake saw tool output %q", out)
+	}
+}
+
+// A shell command denied: it did not run (its file was not made), its item
+// is declined, and the turn goes on to an answer.
+func TestRealCLIShellDenied(t *testing.T) {
+	r := newRig(t, fakeopenai.Options{}, nil)
+	s, w := r.start(agentStart())
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "USE_SHELL touch ran.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := w.until(0, isApproval)
+	if err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: req.Approval.ID, Decision: agent.Deny, Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	end, _ := w.turnEnd(0)
+	if end.Turn.Status != agent.TurnCompleted {
+		t.Fatalf("turn.completed %+v\n%s", end.Turn, w.dump())
+	}
+	cmd, _ := w.until(0, func(e agent.Event) bool {
+		return e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand
+	})
+	if cmd.Item.Status != agent.ItemDeclined {
+		t.Errorf("command item %+v, want declined", cmd.Item)
+	}
+	if _, err := os.Stat(filepath.Join(r.ws, "ran.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the denied command ran: stat ran.txt: %v", err)
+	}
+	if out := lastToolOutput(t, r.srv); !strings.Contains(out, "rejected") {
+		t.Errorf("the fake saw tool output %q, want the rejection", out)
+	}
+}
+
+// lastToolOutput is the tool result the fake model was last sent.
+func lastToolOutput(t *testing.T, srv *fakeopenai.Server) string {
+	t.Helper()
+	reqs := srv.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		var body struct {
+			Input []struct {
+				Type   string          `json:"type"`
+				Output json.RawMessage `json:"output"`
+			} `json:"input"`
+		}
+		if json.Unmarshal(reqs[i].Body, &body) != nil {
+			continue
+		}
+		for j := len(body.Input) - 1; j >= 0; j-- {
+			if strings.HasSuffix(body.Input[j].Type, "_call_output") {
+				return string(body.Input[j].Output)
+			}
+		}
+	}
+	return ""
 }
