@@ -318,7 +318,8 @@ func assemble(cfg Config, log *slog.Logger) (p *parts, err error) {
 		return nil, err
 	}
 	if p.sessions, err = sessions.New(sessions.Config{Drivers: drivers, Unavailable: unavailable,
-		Workspaces: ws, Log: p.log, Approvals: p.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log}); err != nil {
+		Workspaces: ws, Log: p.log, Approvals: p.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
+		IndexDir: filepath.Join(cfg.DataDir, "sessions")}); err != nil {
 		return nil, err
 	}
 	p.v1 = &protov1.Server{Runner: p.runner, MaxFrameSize: cfg.MaxFrameSize, Logger: log}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -113,11 +114,26 @@ func (m *Manager) Messages(ctx context.Context, id string) ([]agent.Item, error)
 }
 
 // Diff is what the session changed in its workspace, as its agent
-// reports it (*agent.UnsupportedError where it cannot).
+// reports it (*agent.UnsupportedError where it cannot); a session of an
+// earlier run answers from the file changes in its log.
 func (m *Manager) Diff(ctx context.Context, id string) ([]agent.FileChange, error) {
 	s, err := m.get(id)
 	if err != nil {
 		return nil, err
 	}
-	return s.agent.Diff(ctx)
+	changes, err := s.agent.Diff(ctx)
+	if !errors.Is(err, agent.ErrSessionEnded) {
+		return changes, err
+	}
+	items, err := m.Messages(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	changes = []agent.FileChange{}
+	for _, it := range items {
+		if it.Type == agent.ItemFileChange && it.Status == agent.ItemDone {
+			changes = append(changes, it.Changes...)
+		}
+	}
+	return changes, nil
 }

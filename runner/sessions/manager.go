@@ -53,8 +53,13 @@ type Config struct {
 	// ApprovalTimeout is how long an approval waits before its default
 	// (deny) applies; zero means it waits until its session ends.
 	ApprovalTimeout time.Duration
-	Now             func() time.Time
-	Logger          *slog.Logger
+	// IndexDir, when set, keeps a record of every session there, so a
+	// restarted runner lists its sessions, serves their events, and ends
+	// in their logs the ones it left running (with their approvals
+	// denied). Empty keeps sessions in memory only.
+	IndexDir string
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // State is where a session is.
@@ -76,6 +81,8 @@ type Info struct {
 	Created     time.Time `json:"created"`
 	// LastSeq is the seq of the session's newest event.
 	LastSeq uint64 `json:"last_seq"`
+	// TurnID is the running turn's, while one runs.
+	TurnID string `json:"turn_id,omitempty"`
 }
 
 // CreateRequest starts a session.
@@ -100,6 +107,7 @@ type Manager struct {
 	closing  bool
 	wg       sync.WaitGroup
 	feed     *feed
+	index    *index
 }
 
 // New checks cfg and returns a Manager.
@@ -114,7 +122,14 @@ func New(cfg Config) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: log, sessions: map[string]*session{}, feed: newFeed()}
+	idx, err := openIndex(cfg.IndexDir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{cfg: cfg, log: log, sessions: map[string]*session{}, feed: newFeed(), index: idx}
+	if err := m.recover(); err != nil {
+		return nil, err
+	}
 	if err := m.settleOrphans(); err != nil {
 		return nil, err
 	}
@@ -202,6 +217,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	m.sessions[s.info.ID] = s
 	m.wg.Add(1)
 	m.mu.Unlock()
+	s.save()
 	go s.pump()
 	m.log.Info("session started", "session", s.info.ID, "agent", req.Agent, "workspace", req.WorkspaceID)
 	return s.snapshot(), nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -338,4 +339,137 @@ func allEnded(feed []sessions.FeedEvent) bool {
 		}
 	}
 	return n == 2
+}
+
+// A runner killed while a session waits for an approval: when it starts
+// again, it lists the session, ends it in its log — the approval denied
+// with the reason, the turn failed, session.ended — so a client following
+// it sees it end, and it does so once however often it restarts. The
+// crash is a copy of the runner's files taken while the session waited.
+func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
+	live, crashed := t.TempDir(), t.TempDir()
+	m1, log1, store1 := openCore(t, live, c)
+	info, err := m1.Create(ctx(t), sessions.CreateRequest{Agent: "claude", WorkspaceID: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m1.Prompt(ctx(t), info.ID, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	var before []agent.Event
+	for e, err := range m1.Events(ctx(t), info.ID, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, e)
+		if e.Kind == agent.KindApprovalRequested {
+			break
+		}
+	}
+	if err := log1.Sync(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, live, crashed) // the runner dies here
+	shutdown(t, m1, log1, store1)
+
+	for restart := range 2 {
+		m2, log2, store2 := openCore(t, crashed, c)
+		got, err := m2.Get(info.ID)
+		if err != nil || got.State != sessions.StateEnded || got.TurnID != "" || len(m2.List()) != 1 {
+			t.Fatalf("restart %d: %+v %v", restart, got, err)
+		}
+		var after []agent.Event
+		for e, err := range m2.Events(ctx(t), info.ID, uint64(len(before))) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			after = append(after, e)
+		}
+		kinds := []agent.Kind{}
+		for _, e := range after {
+			kinds = append(kinds, e.Kind)
+		}
+		want := []agent.Kind{agent.KindApprovalResolved, agent.KindTurnCompleted, agent.KindSessionEnded}
+		if !slices.Equal(kinds, want) || after[0].Resolution.Decision != agent.Deny ||
+			after[0].Resolution.ApprovalID != before[len(before)-1].Approval.ID || after[1].Turn.Status != agent.TurnFailed ||
+			after[2].Error == nil || !strings.Contains(after[2].Error.Message, "the runner restarted") {
+			t.Fatalf("restart %d: events after the crash %v: %+v", restart, kinds, after)
+		}
+		if got.LastSeq != uint64(after[2].Seq) {
+			t.Fatalf("last seq %d, events end at %d", got.LastSeq, after[2].Seq)
+		}
+		if pending, _ := m2.Approvals(); len(pending) != 0 {
+			t.Fatalf("still pending: %+v", pending)
+		}
+		if err := m2.Prompt(ctx(t), info.ID, "again"); !errors.Is(err, agent.ErrSessionEnded) {
+			t.Fatalf("prompt to an ended session: %v", err)
+		}
+		if _, err := m2.Diff(ctx(t), info.ID); err != nil {
+			t.Fatalf("diff of an ended session: %v", err)
+		}
+		shutdown(t, m2, log2, store2)
+	}
+}
+
+// openCore opens a sessions core on dir's files, with an index.
+func openCore(t *testing.T, dir string, c *clock) (*sessions.Manager, *eventlog.Log, *approvals.Store) {
+	t.Helper()
+	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claudeDriver := &claudecli.Canonical{Now: c.now, Base: claude.Options{CLIPath: os.Args[0], ReplaceEnv: true,
+		Env: map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: "demo", "PATH": os.Getenv("PATH")}}}
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": claudeDriver},
+		Workspaces: ws, Log: log, Approvals: store, Now: c.now, IndexDir: filepath.Join(dir, "sessions")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, log, store
+}
+
+func shutdown(t *testing.T, m *sessions.Manager, log *eventlog.Log, store *approvals.Store) {
+	t.Helper()
+	if err := m.Shutdown(ctx(t)); err != nil {
+		t.Error(err)
+	}
+	_ = log.Close()
+	_ = store.Close()
+}
+
+// copyTree copies dir's regular files (not the workspaces' git data).
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), data, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

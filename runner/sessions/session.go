@@ -63,13 +63,14 @@ func (s *session) pump() {
 		s.m.log.Warn("approvals of an ended session", "session", s.info.ID, "err", err)
 	}
 	s.mu.Lock()
-	s.info.State = StateEnded
+	s.info.State, s.info.TurnID = StateEnded, ""
 	s.ended = true
 	for sub := range s.subs { // everything was handed over: the end
 		close(sub.ch)
 		delete(s.subs, sub)
 	}
 	s.mu.Unlock()
+	s.save()
 	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent)
 }
 
@@ -77,10 +78,20 @@ func (s *session) pump() {
 func (s *session) track(ctx context.Context, e *agent.Event) {
 	e.SessionID = s.info.ID
 	switch e.Kind {
+	case agent.KindSessionStarted:
+		if e.Session != nil && e.Session.NativeID != "" {
+			s.mu.Lock()
+			changed := s.info.NativeID != e.Session.NativeID
+			s.info.NativeID = e.Session.NativeID
+			s.mu.Unlock()
+			if changed {
+				s.save()
+			}
+		}
 	case agent.KindTurnStarted:
-		s.setState(StateRunning)
+		s.setState(StateRunning, e.TurnID)
 	case agent.KindTurnCompleted:
-		s.setState(StateIdle)
+		s.setState(StateIdle, "")
 	case agent.KindApprovalRequested:
 		a := *e.Approval
 		a.SessionID, a.Agent = s.info.ID, s.info.Agent
@@ -100,12 +111,20 @@ func (s *session) track(ctx context.Context, e *agent.Event) {
 	}
 }
 
-func (s *session) setState(st State) {
+func (s *session) setState(st State, turn string) {
 	s.mu.Lock()
 	if s.info.State != StateEnded {
-		s.info.State = st
+		s.info.State, s.info.TurnID = st, turn
 	}
 	s.mu.Unlock()
+	s.save()
+}
+
+// save records the session's Info in the index.
+func (s *session) save() {
+	if err := s.m.index.save(s.snapshot()); err != nil {
+		s.m.log.Warn("session not recorded in the index", "session", s.info.ID, "err", err)
+	}
 }
 
 // append logs the event with its seq and wakes live readers.
