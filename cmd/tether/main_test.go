@@ -91,9 +91,9 @@ func TestRunMockAllow(t *testing.T) {
 	}
 }
 
-func TestRunMockJSONPrintsOnlyJSON(t *testing.T) {
+func TestRunMockRawPrintsOnlyTheCLILines(t *testing.T) {
 	dir := t.TempDir()
-	r := tether(t, dir, "", nil, "run", "--mock", "--json", "--approve=deny", "hi")
+	r := tether(t, dir, "", nil, "run", "--mock", "--raw", "--approve=deny", "hi")
 	if r.code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
 	}

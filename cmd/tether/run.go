@@ -6,10 +6,14 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver/claudecli"
+	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/internal/console"
 )
 
@@ -17,17 +21,53 @@ import (
 type runFlags struct {
 	model, resume, cwd, permissionMode    string
 	systemPrompt, appendSystemPrompt, cli string
-	approve                               string
+	approve, agent                        string
 	runner, runnerToken, workspace        string
 	allowedTools, disallowedTools         []string
 	maxTurns                              int
-	continueLast, json, mock, verbose     bool
-	askEveryTool                          bool
+	continueLast, json, raw, mock         bool
+	verbose, askEveryTool                 bool
+}
+
+// agentDrivers are the agents --agent names besides claude, each an
+// agent.Driver made from the flags. Adding an agent is one entry.
+func agentDrivers() map[string]func(f *runFlags) (agent.Driver, error) {
+	return map[string]func(*runFlags) (agent.Driver, error){
+		"mock": func(*runFlags) (agent.Driver, error) { return mock.New(mock.Config{}), nil },
+	}
+}
+
+// agentNames are what --agent takes.
+func agentNames() []string {
+	names := []string{"claude"}
+	for name := range agentDrivers() {
+		names = append(names, name)
+	}
+	slices.Sort(names[1:])
+	return names
+}
+
+// claudeOnly are the flags only Claude Code takes.
+func claudeOnly() []string {
+	return []string{"permission-mode", "allowed-tools", "disallowed-tools", "system-prompt", "append-system-prompt",
+		"max-turns", "continue", "mock", "runner", "runner-token", "workspace", "ask-every-tool", "verbose"}
 }
 
 const runLong = `Run sends PROMPT to the agent as one turn and streams its work: the
 assistant's text as it arrives, one line per tool call and result, and a
 summary line at the end. PROMPT "-" reads the prompt from stdin.
+
+--agent picks the agent: claude (Claude Code, the default) or mock (a
+scripted agent built into tether: no CLI, model or key; the words
+REQUEST_APPROVAL, ASK_QUESTION, FAIL_TURN and SLOW in the prompt make it
+ask an approval, ask a question, fail the turn, or wait for Ctrl-C; it
+appends a line to mock-notes.md in the working directory). Other agents
+start in the working directory with the user's own configuration.
+
+--json prints every event of the session as one JSON line (the canonical
+agent.Event of docs/events.md, the agent's own payload in "raw") and
+nothing else; --raw prints only the agent's own lines (Claude Code's
+stream-json lines, exactly as the CLI wrote them).
 
 Tool approvals are asked on the terminal ([y]es once / [a]lways / [n]o);
 when stdin is not a terminal, --approve=allow or --approve=deny decides.
@@ -52,6 +92,7 @@ func newRunCmd() *cobra.Command {
 		Short: "Run one prompt and stream the agent's work",
 		Long:  runLong,
 		Example: `  tether run --mock "hello"
+  tether run --agent mock "hello REQUEST_APPROVAL"
   tether run --model sonnet --approve=allow "add a test for parseArgs"
   git diff | tether run --json --approve=deny -`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -71,6 +112,7 @@ func newRunCmd() *cobra.Command {
 
 func (f *runFlags) define(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	fl.StringVar(&f.agent, "agent", "claude", "the `AGENT`: "+strings.Join(agentNames(), ", "))
 	fl.StringVar(&f.model, "model", "", "the `MODEL` (sonnet, opus, or a full model name)")
 	fl.StringVar(&f.resume, "resume", "", "resume the session with this `ID`")
 	fl.BoolVar(&f.continueLast, "continue", false, "continue the most recent session in the working directory")
@@ -81,11 +123,12 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.StringVar(&f.systemPrompt, "system-prompt", "", "`TEXT` replacing Claude Code's system prompt")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "`TEXT` appended to the system prompt")
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after `N` agent turns (0: no limit)")
-	fl.StringVar(&f.cli, "cli", "", "`PATH` of the claude executable (default: looked up)")
-	fl.BoolVar(&f.json, "json", false, "print each message's raw JSON line, nothing else, on stdout")
+	fl.StringVar(&f.cli, "cli", "", "`PATH` of the agent's executable (default: looked up)")
+	fl.BoolVar(&f.json, "json", false, "print each canonical event as a JSON line (the agent's own payload in \"raw\"), nothing else, on stdout")
+	fl.BoolVar(&f.raw, "raw", false, "print only the agent's own lines (Claude Code's stream-json lines), nothing else, on stdout")
 	fl.StringVar(&f.approve, "approve", string(console.ApproveAsk), "who approves the tool calls the CLI asks about: `ask`, allow or deny")
 	fl.BoolVar(&f.askEveryTool, "ask-every-tool", false, "send every tool call to the approver, the ones the CLI deems safe included")
-	fl.BoolVar(&f.mock, "mock", false, "use the built-in mock agent (no CLI or API key needed)")
+	fl.BoolVar(&f.mock, "mock", false, "use the built-in mock of the claude CLI (no CLI or API key needed)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log the CLI's stderr and skipped output lines to stderr")
 	fl.StringVar(&f.runner, "runner", "", "run on a runner at `URL` (ws://host:7420/sessions) instead of locally")
 	fl.StringVar(&f.runnerToken, "runner-token", "", "bearer `TOKEN` for --runner (default: $TETHER_AUTH_TOKEN, then the token a runner on this machine generated)")
@@ -102,6 +145,7 @@ func runConflicts() []flagConflict {
 		{"mock", "cli", "--mock runs the built-in mock agent, --cli names a real claude executable: give one of them"},
 		{"mock", "runner", "--mock runs here with the built-in mock agent; a runner runs its own agents: drop one of them"},
 		{"cli", "runner", "--cli names a program on this machine; a runner runs its own claude CLI (tether serve --cli): drop --cli"},
+		{"json", "raw", "--json prints canonical events, --raw the agent's own lines: give one of them"},
 	}
 }
 
@@ -111,6 +155,21 @@ func checkConflicts(cmd *cobra.Command) error {
 		if cmd.Flags().Changed(c.a) && cmd.Flags().Changed(c.b) {
 			return errors.New(c.why)
 		}
+	}
+	name, _ := cmd.Flags().GetString("agent")
+	if _, ok := agentDrivers()[name]; !ok && name != "claude" {
+		return fmt.Errorf("--agent %q is not one of %s", name, strings.Join(agentNames(), ", "))
+	}
+	if name == "claude" {
+		return nil
+	}
+	for _, flag := range claudeOnly() {
+		if cmd.Flags().Changed(flag) {
+			return fmt.Errorf("--%s is for --agent claude only", flag)
+		}
+	}
+	if name == "mock" && cmd.Flags().Changed("cli") {
+		return errors.New("--agent mock is built into tether: drop --cli")
 	}
 	return nil
 }
@@ -148,11 +207,29 @@ func (f *runFlags) config(cmd *cobra.Command) (console.Config, error) {
 	if err != nil {
 		return console.Config{}, err
 	}
+	cfg := console.Config{Approve: approve, Raw: f.raw, JSON: f.json,
+		Start: agent.StartRequest{Workspace: f.cwd, Resume: f.resume, Model: f.model}}
+	if newDriver, ok := agentDrivers()[f.agent]; ok {
+		cfg.Driver, err = newDriver(f)
+		if err != nil { // not the command line's fault
+			fmt.Fprintf(os.Stderr, "tether: --agent %s: %v\n", f.agent, err)
+			return console.Config{}, exitCode(console.ExitFailed)
+		}
+		return cfg, nil
+	}
 	opts, err := f.options(cmd)
 	if err != nil {
 		return console.Config{}, err
 	}
-	return console.Config{Options: opts, Approve: approve, AskEveryTool: f.askEveryTool, JSON: f.json, Verbose: f.verbose}, nil
+	if f.json { // Claude Code through its canonical driver
+		if f.askEveryTool {
+			opts = console.AskEveryTool(opts)
+		}
+		cfg.Driver = &claudecli.Canonical{Base: opts}
+		return cfg, nil
+	}
+	cfg.Options, cfg.AskEveryTool, cfg.Verbose = opts, f.askEveryTool, f.verbose
+	return cfg, nil
 }
 
 func (f *runFlags) options(cmd *cobra.Command) (claude.Options, error) {

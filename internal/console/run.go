@@ -106,12 +106,7 @@ func (r *run) options() claude.Options {
 	o.IncludePartialMessages = true
 	o.CanUseTool = r.appr.decide
 	if r.cfg.AskEveryTool {
-		o.Hooks = maps.Clone(o.Hooks)
-		if o.Hooks == nil {
-			o.Hooks = map[string][]claude.HookMatcher{}
-		}
-		every := claude.HookMatcher{Hooks: []claude.HookFunc{claude.AskEveryTool}}
-		o.Hooks[cc.HookPreToolUse] = append([]claude.HookMatcher{every}, o.Hooks[cc.HookPreToolUse]...)
+		o = AskEveryTool(o)
 	}
 	if r.cfg.Verbose {
 		log := slog.New(slog.NewTextHandler(r.scr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -148,4 +143,16 @@ func (r *run) failed(err error) int {
 	}
 	r.scr.note(r.st.red(msg))
 	return ExitFailed
+}
+
+// AskEveryTool has the CLI send every tool call to the approval callback,
+// the ones it would run without asking included (see claude.AskEveryTool).
+func AskEveryTool(o claude.Options) claude.Options {
+	o.Hooks = maps.Clone(o.Hooks)
+	if o.Hooks == nil {
+		o.Hooks = map[string][]claude.HookMatcher{}
+	}
+	every := claude.HookMatcher{Hooks: []claude.HookFunc{claude.AskEveryTool}}
+	o.Hooks[cc.HookPreToolUse] = append([]claude.HookMatcher{every}, o.Hooks[cc.HookPreToolUse]...)
+	return o
 }
