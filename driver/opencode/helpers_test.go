@@ -88,8 +88,10 @@ func (e *realEnv) start(t *testing.T, req agent.StartRequest) *run {
 		}
 	}()
 	t.Cleanup(func() {
+		begin := time.Now()
 		_ = s.Close()
 		<-done
+		t.Logf("Close took %v", time.Since(begin).Round(time.Millisecond))
 	})
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	oc "github.com/tetherhq/tether/protocol/opencode"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -331,4 +333,97 @@ func TestRealCLICloseWithPendingApproval(t *testing.T) {
 		t.Errorf("Resolve after Close: %v", err)
 	}
 	waitNoProcs(t, "HOME="+env.home)
+}
+
+// Resume by native id in a new session (a new server): its Messages show
+// the first session's turn, and the model gets the history.
+func TestRealCLIResume(t *testing.T) {
+	env := newRealEnv(t, nil)
+	first := env.start(t, agent.StartRequest{})
+	first.prompt("SAY one")
+	first.turnEnd()
+	native := first.s.NativeID()
+	if err := first.s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	first.rest()
+
+	second := env.start(t, agent.StartRequest{Resume: native})
+	if second.s.NativeID() != native {
+		t.Fatalf("resumed native id %q, want %q", second.s.NativeID(), native)
+	}
+	items, err := second.s.Messages(ctxT(t))
+	if err != nil {
+		t.Fatalf("Messages: %v", err)
+	}
+	if len(items) != 2 || items[0].Text != "SAY one" || items[1].Text != "one" {
+		t.Fatalf("resumed Messages %+v", items)
+	}
+	second.prompt("SAY two")
+	if end := second.turnEnd(); end.Turn.Text != "two" {
+		t.Errorf("resumed turn %+v", end.Turn)
+	}
+	items, err = second.s.Messages(ctxT(t))
+	if err != nil || len(items) != 4 || items[3].Text != "two" {
+		t.Errorf("Messages after the resumed turn: %+v, %v", items, err)
+	}
+
+	forked := env.start(t, agent.StartRequest{Resume: native, Fork: true})
+	if forked.s.NativeID() == native || forked.s.NativeID() == "" {
+		t.Errorf("fork's native id %q", forked.s.NativeID())
+	}
+	if items, err := forked.s.Messages(ctxT(t)); err != nil || len(items) != 4 {
+		t.Errorf("forked Messages %+v, %v", items, err)
+	}
+
+	before := len(pidsWithEnv("HOME=" + env.home))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = env.driver.Start(ctx, agent.StartRequest{Workspace: env.ws, Home: env.home, Resume: "ses_nosuchsession"})
+	if !errors.Is(err, oc.ErrNotFound) {
+		t.Fatalf("resume of an unknown session: %v, want oc.ErrNotFound", err)
+	}
+	if after := len(pidsWithEnv("HOME=" + env.home)); after != before {
+		t.Errorf("%d processes after a failed resume, %d before", after, before)
+	}
+}
+
+// Diff after a file change: OpenCode's own diff names the file the
+// approved command wrote, as added, with its patch.
+func TestRealCLIDiff(t *testing.T) {
+	env := newRealEnv(t, nil)
+	// OpenCode tracks changes with snapshots of a git work tree; outside
+	// one its diff is always empty.
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "start"}} {
+		git := exec.Command("git", args...)
+		git.Dir = env.ws
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Skipf("git %v: %v: %s", args, err, out)
+		}
+	}
+	r := env.start(t, agent.StartRequest{})
+	r.prompt("USE_SHELL printf 'hello\\n' > hello.txt")
+	req := r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow}); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	r.turnEnd()
+	if b, err := os.ReadFile(filepath.Join(env.ws, "hello.txt")); err != nil || string(b) != "hello\n" {
+		t.Fatalf("hello.txt: %q, %v", b, err)
+	}
+	// OpenCode writes a turn's summary just after the turn ends (after
+	// session.idle), so a Diff at once may come before it.
+	var changes []agent.FileChange
+	for deadline := time.Now().Add(5 * time.Second); len(changes) == 0 && time.Now().Before(deadline); {
+		var err error
+		if changes, err = r.s.Diff(ctxT(t)); err != nil {
+			t.Fatalf("Diff: %v", err)
+		}
+		if len(changes) == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if len(changes) != 1 || changes[0].Path != "hello.txt" || changes[0].Kind != agent.ChangeAdd || !strings.Contains(changes[0].Diff, "+hello") {
+		t.Errorf("Diff %+v; events %s", changes, kinds(r.seen))
+	}
 }

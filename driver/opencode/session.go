@@ -272,29 +272,49 @@ func (s *session) history(ctx context.Context) ([]oc.MessageWithParts, error) {
 	return msgs, nil
 }
 
-// Diff is the session's file changes, as OpenCode's diff endpoint reports
-// them (paths relative to the workspace, unified diffs).
+// Diff is the session's file changes, from OpenCode's own record: the
+// summary of each turn's changes on its user message (paths relative to the
+// workspace, unified diffs). OpenCode 1.18's GET /session/{id}/diff
+// without a message id answers nothing, so the turns are put together
+// here: a file keeps its first kind (added, then modified, is added) unless
+// a later turn deletes it, and its patches follow one another.
 func (s *session) Diff(ctx context.Context) ([]agent.FileChange, error) {
-	path, err := oc.SessionDiffPath(s.native, "")
+	msgs, err := s.history(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var diffs []oc.FileDiff
-	if err := s.api.do(ctx, http.MethodGet, path, nil, &diffs); err != nil {
-		return nil, fmt.Errorf("opencode: diff: %w", err)
-	}
-	changes := make([]agent.FileChange, 0, len(diffs))
-	for _, f := range diffs {
-		kind := agent.ChangeUpdate
-		switch f.Status {
-		case oc.FileAdded:
-			kind = agent.ChangeAdd
-		case oc.FileDeleted:
-			kind = agent.ChangeDelete
+	return sessionDiff(msgs), nil
+}
+
+func sessionDiff(msgs []oc.MessageWithParts) []agent.FileChange {
+	var changes []agent.FileChange
+	at := map[string]int{}
+	for _, msg := range msgs {
+		if msg.Info.Role != oc.RoleUser || msg.Info.Summary == nil {
+			continue
 		}
-		changes = append(changes, agent.FileChange{Path: f.File, Kind: kind, Diff: f.Patch})
+		for _, f := range msg.Info.Summary.Diffs {
+			kind := agent.ChangeUpdate
+			switch f.Status {
+			case oc.FileAdded:
+				kind = agent.ChangeAdd
+			case oc.FileDeleted:
+				kind = agent.ChangeDelete
+			}
+			i, seen := at[f.File]
+			if !seen {
+				at[f.File] = len(changes)
+				changes = append(changes, agent.FileChange{Path: f.File, Kind: kind, Diff: f.Patch})
+				continue
+			}
+			c := &changes[i]
+			if kind == agent.ChangeDelete || c.Kind == agent.ChangeDelete {
+				c.Kind = kind
+			}
+			c.Diff += f.Patch
+		}
 	}
-	return changes, nil
+	return changes
 }
 
 // Close ends the server and the reader, and waits for both. A running
