@@ -100,6 +100,8 @@ type responseReply struct {
 	res  response
 	rep  reply
 	call *toolCall
+	// patch, when set, is the input of an apply_patch call (USE_PATCH).
+	patch string
 	// itemID and callID name the output item and, for calls, the call.
 	itemID, callID string
 	outputTokens   int
@@ -133,6 +135,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		rr.call, rr.itemID, rr.callID = &c, "fc_fake_"+n, "call_fake_"+n
 		rr.outputTokens = tokens(len(c.args))
 	}
+	if patch, ok := patchOf(t); ok {
+		rr.patch, rr.itemID, rr.callID = patch, "ctc_fake_"+n, "call_fake_"+n
+		rr.outputTokens = tokens(len(patch))
+	}
 	w.Header().Set("X-Request-Id", "req_fake_"+n)
 	usage := rr.usage(len(body))
 	if !req.Stream {
@@ -163,6 +169,9 @@ func (rr *responseReply) item(done bool) any {
 	status := "in_progress"
 	if done {
 		status = "completed"
+	}
+	if rr.patch != "" {
+		return rr.patchItem(done)
 	}
 	if rr.call != nil {
 		fc := functionCallItem{ID: rr.itemID, Type: "function_call", Status: status, Name: rr.call.name, CallID: rr.callID}
@@ -213,9 +222,12 @@ func (rr *responseReply) stream(ctx context.Context, sse sseWriter, usage respon
 		return err
 	}
 	var err error
-	if rr.call != nil {
+	switch {
+	case rr.patch != "":
+		err = rr.streamPatch(st)
+	case rr.call != nil:
 		err = rr.streamCall(st)
-	} else {
+	default:
 		err = rr.streamText(ctx, st)
 	}
 	if err != nil {

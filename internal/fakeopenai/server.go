@@ -28,6 +28,9 @@
 //     for Codex, bash {"command","description"} for OpenCode
 //   - SLOW: text in Options.SlowChunks deltas, Options.SlowChunkDelay apart
 //   - ERROR_<4xx|5xx>: that status with an OpenAI error body
+//   - USE_PATCH <path> [text] (Responses only, and before the triggers
+//     above): a call of Codex's apply_patch tool adding the file <path>
+//     that holds the line [text] (see patch.go)
 //
 // OpenCode sends the user's text JSON-quoted ("\"say hi\""); a prompt that is
 // one JSON string is read as the string it holds.
