@@ -1,10 +1,12 @@
 // Package console owns what a person sees and answers in a terminal while
-// one agent turn runs: `tether run`. It starts the session through the
-// claude SDK, streams the assistant's text as it arrives, shows each tool
-// call and its result as compact lines, asks for tool approval, turns Ctrl-C
-// into an interrupt (then a cancel), keeps a spinner on stderr while
-// nothing else is happening, and ends with one summary line and an exit
-// code.
+// one agent turn runs: `tether run`. It starts the session — Claude Code
+// through the claude SDK, or any agent.Driver (Config.Driver) through its
+// canonical events — streams the assistant's text as it arrives, shows
+// each tool call and its result as compact lines, asks for tool approval
+// (and a driver's questions), turns Ctrl-C into an interrupt (then a
+// cancel), keeps a spinner on stderr while nothing else is happening, and
+// ends with one summary line and an exit code. With JSON it prints the
+// canonical events instead, one per line; with Raw the agent's own lines.
 //
 // Everything it touches is injected through Config (writers, the answer
 // reader, terminal flags, the clock, the Ctrl-C channel), so tests drive it
