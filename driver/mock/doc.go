@@ -22,5 +22,7 @@
 //     is interrupted or the session closes.
 //
 // Conversations are kept in memory by native id within a Driver, so a
-// later Start may resume one (its items, its workspace changes).
+// later Start may resume one (its items, its workspace changes). Without a
+// workspace the file change fails (and the reply says so). docs/mock.md
+// lists the events of a turn.
 package mock

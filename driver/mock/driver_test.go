@@ -421,3 +421,21 @@ func TestAppendDiff(t *testing.T) {
 		}
 	}
 }
+
+// Prompts racing Close either start a turn that Close ends or are
+// refused with ErrSessionEnded; the events always end with session.ended.
+func TestCloseRacesPrompt(t *testing.T) {
+	for range 20 {
+		st := start(t, New(Config{}), agent.StartRequest{})
+		done := make(chan error, 1)
+		go func() { done <- st.s.Prompt(ctxFor(t), agent.Prompt{Text: WordSlow}) }()
+		_ = st.s.Close()
+		if err := <-done; err != nil && !errors.Is(err, agent.ErrSessionEnded) {
+			t.Fatalf("Prompt = %v", err)
+		}
+		st.rest()
+		if last := st.all[len(st.all)-1]; last.Kind != agent.KindSessionEnded {
+			t.Fatalf("last event %s", last.Kind)
+		}
+	}
+}

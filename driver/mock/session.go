@@ -172,10 +172,12 @@ func (s *session) Diff(context.Context) ([]agent.FileChange, error) {
 // for a resume.
 func (s *session) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.ended = true // no turn starts from here on
+		s.mu.Unlock()
 		s.cancel(errClosed)
 		s.wg.Wait()
 		s.mu.Lock()
-		s.ended = true
 		s.emitLocked(s.event(agent.KindSessionEnded, func(e *agent.Event) {
 			e.Session = &agent.SessionInfo{Agent: "mock", NativeID: s.conv.nativeID, Reason: "closed"}
 		}))
