@@ -11,6 +11,10 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/claudecli"
+	"github.com/tetherhq/tether/driver/codex"
+	"github.com/tetherhq/tether/driver/mock"
+	"github.com/tetherhq/tether/driver/opencode"
+	"github.com/tetherhq/tether/runner/sandbox"
 )
 
 // agentKinds are the agent kinds whose CLI a runner can be given
@@ -62,7 +66,7 @@ func (cfg Config) cliFor(kind string) (path string, explicit bool) {
 // that cannot be used stops the runner with the reason; one merely not
 // found is left out, and unavailable says why.
 func canonicalDrivers(cfg Config, claude *claudecli.Driver, proxies *keyProxies, log *slog.Logger) (drivers map[string]agent.Driver, unavailable map[string]string, err error) {
-	drivers = map[string]agent.Driver{"claude": claude.Canonical(nil)}
+	drivers = map[string]agent.Driver{"claude": claude.Canonical(nil), "mock": mock.New(mock.Config{})}
 	unavailable = map[string]string{}
 	for _, kind := range []string{"codex", "opencode"} {
 		path, explicit := cfg.cliFor(kind)
@@ -91,7 +95,42 @@ func canonicalDrivers(cfg Config, claude *claudecli.Driver, proxies *keyProxies,
 // configuration is found.
 func runnerGetenv(name string) string { return os.Getenv(name) }
 
-// optionalDriver is the driver of kind with its CLI at path.
+// optionalDriver is the driver of kind with its CLI at path, under the
+// runner's policy: its slice of the environment, the runner's provider
+// configuration in each session's home (keys behind proxies when
+// sandboxed), the sandbox, and the turn timeout.
 func optionalDriver(kind, path string, cfg Config, proxies *keyProxies, log *slog.Logger) (agent.Driver, error) {
-	return nil, fmt.Errorf("%s: this runner has no driver for it yet", kind)
+	env := agentEnv(kind, os.Environ(), cfg.AgentEnv)
+	var policy *sandbox.Policy
+	if cfg.Sandbox {
+		policy = &sandbox.Policy{Hide: []string{cfg.WorkspaceRoot, cfg.DataDir}, ToolNetwork: cfg.AllowToolNetwork}
+	}
+	log = log.With("agent", kind)
+	switch kind {
+	case "codex":
+		p, err := codexProvider(env, runnerGetenv, proxies)
+		if err != nil {
+			return nil, err
+		}
+		return codex.New(codex.Config{CLIPath: path, Env: envList(p.env), HomeFiles: p.homeFiles, Sandbox: policy,
+			AllowUntestedVersion: cfg.AllowUntestedAgents, TurnTimeout: cfg.TurnTimeout, Logger: log})
+	case "opencode":
+		p, err := openCodeProvider(env, runnerGetenv, proxies)
+		if err != nil {
+			return nil, err
+		}
+		return opencode.New(opencode.Config{CLIPath: path, Env: envList(p.env), HomeFiles: p.homeFiles, Sandbox: policy,
+			AllowUntestedVersion: cfg.AllowUntestedAgents, TurnTimeout: cfg.TurnTimeout, Logger: log})
+	}
+	return nil, fmt.Errorf("server: no driver for %s", kind)
+}
+
+// envList is env as NAME=value entries, sorted.
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -271,15 +270,6 @@ func TestParseCLIFlag(t *testing.T) {
 	if !filepath.IsAbs(got.CLIPath) || !filepath.IsAbs(got.CLIs["codex"]) || got.CLIs["opencode"] != "opencode" || cfg.CLIs["codex"] != "rel/codex" {
 		t.Fatalf("resolved %+v (given %+v)", got.CLIs, cfg.CLIs)
 	}
-}
-
-func envList(env map[string]string) []string {
-	var out []string
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -42,10 +42,16 @@ type Config struct {
 	CLIPath string
 	// CLIs are agent CLIs by kind (claude, codex, opencode), from --cli
 	// NAME=PATH; a kind not named is looked up on PATH.
-	CLIs    map[string]string
-	TLSCert string
-	TLSKey  string
-	Sandbox bool
+	CLIs map[string]string
+	// AllowUntestedAgents lets Codex and OpenCode CLIs of another version
+	// than the one Tether is tested with run (with a warning in the log).
+	AllowUntestedAgents bool
+	// TurnTimeout ends a Codex or OpenCode turn that runs longer, as
+	// failed (OpenCode retries a failing model API forever); 0: none.
+	TurnTimeout time.Duration
+	TLSCert     string
+	TLSKey      string
+	Sandbox     bool
 	// AllowToolNetwork lets sessions ask for network in Bash commands.
 	AllowToolNetwork bool
 	// AgentEnv are extra variables of this process's environment to hand
@@ -281,8 +287,8 @@ func makeDirs(cfg Config) error {
 	return nil
 }
 
-func assemble(cfg Config, log *slog.Logger) (p *parts, err error) {
-	p = &parts{proxies: newKeyProxies(cfg.Sandbox, log)}
+func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
+	p := &parts{proxies: newKeyProxies(cfg.Sandbox, log)}
 	defer func() {
 		if err != nil {
 			p.close()

@@ -108,6 +108,10 @@ func newServeCmd() *cobra.Command {
 	fl.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key `FILE`")
 	fl.StringVar(&sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")
 	fl.BoolVar(&cfg.AllowToolNetwork, "allow-tool-network", false, "let sessions ask for network in Bash commands")
+	fl.BoolVar(&cfg.AllowUntestedAgents, "allow-untested-agents", false,
+		"run Codex and OpenCode CLIs of another version than the tested one (codex 0.169.0, opencode 1.18.33)")
+	fl.DurationVar(&cfg.TurnTimeout, "turn-timeout", 2*time.Hour,
+		"how long a Codex or OpenCode turn may run before it ends as failed (0: no limit)")
 	fl.StringSliceVar(&cfg.AgentEnv, "agent-env", nil,
 		"`NAMES` of this process's environment variables to hand to agents too, comma-separated (names, not NAME=value)")
 	fl.StringVar(&tokenFile, "auth-token-file", "", "`FILE` with bearer tokens, one per line")
