@@ -44,7 +44,9 @@ func TestAgentsOffered(t *testing.T) {
 		agents.Agents["claude"] == nil || agents.Agents["mock"] == nil {
 		t.Fatalf("agents: %d %+v", code, agents)
 	}
-	var refused struct{ Error struct{ Code, Message string } }
+	var refused struct {
+		Error struct{ Code, Message string }
+	}
 	code := get(t, r, "POST", "/v1/sessions", `{"agent":"codex","workspace_id":"w"}`, &refused)
 	if code != 400 || refused.Error.Code != "unknown_agent" || !strings.Contains(refused.Error.Message, "--cli codex=PATH") {
 		t.Fatalf("codex: %d %+v", code, refused)
