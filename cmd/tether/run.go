@@ -225,6 +225,9 @@ func (f *runFlags) config(cmd *cobra.Command) (console.Config, error) {
 		if f.askEveryTool {
 			opts = console.AskEveryTool(opts)
 		}
+		if f.verbose {
+			opts = console.Verbose(opts, os.Stderr)
+		}
 		cfg.Driver = &claudecli.Canonical{Base: opts}
 		return cfg, nil
 	}

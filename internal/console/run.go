@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -109,11 +110,17 @@ func (r *run) options() claude.Options {
 		o = AskEveryTool(o)
 	}
 	if r.cfg.Verbose {
-		log := slog.New(slog.NewTextHandler(r.scr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		o.Logger = log
-		o.Stderr = func(line string) { log.Info("claude stderr", "line", line) }
-		o.OnLineError = func(err error) { log.Warn("skipped a line of claude output", "err", err) }
+		o = Verbose(o, r.scr)
 	}
+	return o
+}
+
+// Verbose logs the CLI's stderr and the output lines the SDK skips to w.
+func Verbose(o claude.Options, w io.Writer) claude.Options {
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	o.Logger = log
+	o.Stderr = func(line string) { log.Info("claude stderr", "line", line) }
+	o.OnLineError = func(err error) { log.Warn("skipped a line of claude output", "err", err) }
 	return o
 }
 
