@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/eventview"
 )
 
@@ -243,6 +244,10 @@ func (r *agentRun) failed(err error) int {
 		r.scr.note(r.st.yellow("⏹ cancelled"))
 		return ExitCancelled
 	}
-	r.scr.note(r.st.red("✗ " + err.Error()))
+	msg := "✗ " + err.Error()
+	if errors.Is(err, claude.ErrCLINotFound) {
+		msg += "\n  (pass --cli PATH, or try tether run --agent mock: a built-in agent, no CLI or API key needed)"
+	}
+	r.scr.note(r.st.red(msg))
 	return ExitFailed
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/driver/mock"
 )
 
@@ -225,5 +228,15 @@ func TestAgentResume(t *testing.T) {
 	cfg3.Start.Resume = "mock-42"
 	if code := runCfg(t, cfg3); code != ExitFailed || !strings.Contains(errOut3.String(), "no such conversation: mock-42") {
 		t.Errorf("exit code %d, stderr %q", code, errOut3)
+	}
+}
+
+// Claude Code's canonical driver without its CLI says how to go on.
+func TestAgentCLINotFound(t *testing.T) {
+	d := &claudecli.Canonical{Base: claude.Options{CLIPath: filepath.Join(t.TempDir(), "no-claude")}}
+	cfg, _, errOut := mockAgentRun(t, d, "hi")
+	cfg.JSON = true
+	if code := runCfg(t, cfg); code != ExitFailed || !strings.Contains(errOut.String(), "--agent mock") {
+		t.Errorf("exit code %d, stderr %q", code, errOut)
 	}
 }
