@@ -38,7 +38,7 @@ type testRunner struct {
 
 // agentEnvPrefixes are the variables server.Run forwards to agents by
 // prefix; any inherited ones are cleared so only ClaudeEnv reaches the CLI.
-var agentEnvPrefixes = []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "MCP_"}
+var agentEnvPrefixes = []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "MCP_", "OPENAI_", "OPENCODE_", "CODEX_"}
 
 // startRunner starts a runner in-process. It sets the process environment
 // (t.Setenv), so tests using it cannot run in parallel.
@@ -50,6 +50,13 @@ func startRunner(t *testing.T, withSandbox bool) *testRunner {
 // startRunnerEnv is startRunner with extra variables in the runner's
 // environment (which server.Run forwards to agents by prefix).
 func startRunnerEnv(t *testing.T, withSandbox bool, extraEnv map[string]string) *testRunner {
+	t.Helper()
+	return startRunnerWith(t, withSandbox, extraEnv, nil)
+}
+
+// startRunnerWith is startRunnerEnv with the runner's Config adjusted by
+// configure (other agents' CLIs, say) before it starts.
+func startRunnerWith(t *testing.T, withSandbox bool, extraEnv map[string]string, configure func(*server.Config)) *testRunner {
 	t.Helper()
 	began := time.Now()
 	cli := testenv.RequireClaudeCLI(t)
@@ -90,6 +97,9 @@ func startRunnerEnv(t *testing.T, withSandbox bool, extraEnv map[string]string) 
 		Auth:   auth.LoadOptions{Getenv: func(string) string { return "" }, Tokens: []string{tr.Token}},
 		Logger: slog.New(slog.NewTextHandler(tr.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Ready:  func(addr string) { ready <- addr },
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	go func() { done <- server.Run(ctx, cfg) }()
 	select {

@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/fakeopenai"
+	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/runner/sessions"
+	"github.com/tetherhq/tether/server"
+)
+
+// agentRunner is a real runner whose sessions API drives one more agent
+// kind, the real CLI against a fake OpenAI API, configured as an operator
+// would: the runner's own provider configuration (Codex's CODEX_HOME,
+// OpenCode's XDG config) and key in its environment.
+type agentRunner struct {
+	*testRunner
+	api  apiClient
+	fake *fakeopenai.Server
+	kind string
+}
+
+func startAgentRunner(t *testing.T, kind string, sandboxed bool) *agentRunner {
+	t.Helper()
+	cli := map[string]func(testing.TB) string{"codex": testenv.RequireCodexCLI, "opencode": testenv.RequireOpenCodeCLI}[kind](t)
+	fake, err := fakeopenai.Start(fakeopenai.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	// The operator's own configuration, which the runner copies into each
+	// session's home (rewritten to its key proxy when sandboxed).
+	opHome := t.TempDir()
+	var env []string
+	switch kind {
+	case "codex":
+		env, err = testenv.CodexEnv(opHome, fake.URL())
+	case "opencode":
+		env, err = testenv.OpenCodeEnv(opHome, fake.URL(), false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := map[string]string{}
+	var pass []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "CODEX_HOME" || k == "XDG_CONFIG_HOME" || k == "OPENAI_API_KEY" || strings.HasPrefix(k, "OPENCODE_"):
+			extra[k] = v
+		case k == "npm_config_registry": // keeps OpenCode's plugin fetch on loopback
+			extra[k] = v
+			pass = append(pass, k)
+		}
+	}
+	tr := startRunnerWith(t, sandboxed, extra, func(cfg *server.Config) {
+		cfg.CLIs = map[string]string{kind: cli}
+		cfg.AgentEnv = append(cfg.AgentEnv, pass...)
+	})
+	api := apiClient{t: t, base: "http" + strings.TrimSuffix(strings.TrimPrefix(tr.URL, "ws"), "/sessions"), token: tr.Token}
+	return &agentRunner{testRunner: tr, api: api, fake: fake, kind: kind}
+}
+
+// prompt sends text to the session and returns the turn's events.
+func (r *agentRunner) turn(t *testing.T, id string, events <-chan agent.Event, text string, answer agent.Decision) []agent.Event {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"text": text})
+	if code := r.api.call("POST", "/v1/sessions/"+id+"/prompt", string(body), nil, ""); code != 202 {
+		t.Fatalf("prompt: %d", code)
+	}
+	var seen []agent.Event
+	for {
+		e := untilAny(t, events)
+		seen = append(seen, e)
+		switch e.Kind {
+		case agent.KindApprovalRequested:
+			if answer == "" {
+				t.Fatalf("an approval nobody expected: %+v", e.Approval)
+			}
+			path := fmt.Sprintf("/v1/sessions/%s/approvals/%s/resolve", id, e.Approval.ID)
+			if code := r.api.call("POST", path, `{"decision":"`+string(answer)+`"}`, nil, ""); code != 200 {
+				t.Fatalf("resolve: %d", code)
+			}
+		case agent.KindTurnCompleted:
+			return seen
+		}
+	}
+}
+
+// untilAny is the next valid event, within a minute.
+func untilAny(t *testing.T, ch <-chan agent.Event) agent.Event {
+	t.Helper()
+	select {
+	case e, ok := <-ch:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		if err := e.Validate(); err != nil {
+			t.Fatalf("%v: %+v", err, e)
+		}
+		return e
+	case <-time.After(time.Minute):
+		t.Fatal("no event for a minute")
+	}
+	return agent.Event{}
+}
+
+// Codex and OpenCode through a runner's sessions API, sandbox on and off,
+// as Claude Code is: a text turn, a shell command approved (it ran) and
+// denied (it did not), the session's messages, and close. Sandboxed, the
+// agent's configuration holds no real key: the fake API still gets it,
+// from the runner's key proxy.
+func TestRealCLICodexRunner(t *testing.T)    { agentRunnerJourney(t, "codex") }
+func TestRealCLIOpenCodeRunner(t *testing.T) { agentRunnerJourney(t, "opencode") }
+
+func agentRunnerJourney(t *testing.T, kind string) {
+	timed(t)
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "Sandbox", false: "NoSandbox"}[sandboxed], func(t *testing.T) {
+			if sandboxed {
+				requireBwrap(t)
+			}
+			r := startAgentRunner(t, kind, sandboxed)
+			ws := newWorkspaceID(kind)
+			var info sessions.Info
+			if code := r.api.call("POST", "/v1/sessions", `{"agent":"`+kind+`","workspace_id":"`+ws+`"}`, &info, ""); code != 201 {
+				t.Fatalf("create: %d\n%s", code, r.logs.String())
+			}
+			events := r.api.stream("/v1/sessions/" + info.ID + "/events")
+			started := untilKind(t, events, agent.KindSessionStarted)
+			if started.Session.Agent != kind || started.Session.NativeID == "" {
+				t.Fatalf("session.started %+v", started.Session)
+			}
+
+			end := r.turn(t, info.ID, events, "SAY hello through the runner", "")
+			if last := end[len(end)-1]; last.Turn.Status != agent.TurnCompleted || !strings.Contains(last.Turn.Text, "hello through the runner") {
+				t.Fatalf("text turn: %+v %+v", last.Turn, last.Error)
+			}
+			for _, tc := range []struct {
+				file   string
+				answer agent.Decision
+				status agent.ItemStatus
+			}{{"allowed.txt", agent.Allow, agent.ItemDone}, {"denied.txt", agent.Deny, agent.ItemDeclined}} {
+				seen := r.turn(t, info.ID, events, "USE_SHELL touch "+tc.file, tc.answer)
+				var cmd *agent.Item
+				for _, e := range seen {
+					if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand {
+						cmd = e.Item
+					}
+				}
+				if cmd == nil || cmd.Status != tc.status || !strings.Contains(cmd.Command.Command, "touch "+tc.file) {
+					t.Fatalf("%s: command item %+v", tc.answer, cmd)
+				}
+				if ran := exists(filepath.Join(r.WorkspaceDir(ws), tc.file)); ran != (tc.answer == agent.Allow) {
+					t.Fatalf("%s: the command ran: %v", tc.answer, ran)
+				}
+			}
+			// The sandbox hides the runner's data directory from the agent
+			// and its commands.
+			seen := r.turn(t, info.ID, events, "USE_SHELL ls -a "+r.Data, agent.Allow)
+			var listing string
+			for _, e := range seen {
+				if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand {
+					listing = e.Item.Command.Output
+				}
+			}
+			if sees := strings.Contains(listing, "events.db"); sees == sandboxed {
+				t.Fatalf("sandbox %v, the agent's ls of the data directory: %q", sandboxed, listing)
+			}
+			var messages struct{ Items []agent.Item }
+			if code := r.api.call("GET", "/v1/sessions/"+info.ID+"/messages", "", &messages, ""); code != 200 || len(messages.Items) < 4 {
+				t.Fatalf("messages: %d %+v", code, messages)
+			}
+			if code := r.api.call("DELETE", "/v1/sessions/"+info.ID, "", nil, ""); code != 204 {
+				t.Fatalf("close: %d", code)
+			}
+			untilKind(t, events, agent.KindSessionEnded)
+
+			models := 0
+			for _, req := range r.fake.Requests() {
+				if !strings.HasSuffix(req.Path, "/responses") && !strings.HasSuffix(req.Path, "/chat/completions") {
+					continue
+				}
+				models++
+				if got := req.Header.Get("Authorization"); got != "Bearer sk-fake" {
+					t.Fatalf("the model API got %q", got)
+				}
+			}
+			if models == 0 {
+				t.Fatal("the model API saw no request")
+			}
+			if sandboxed {
+				assertNoKeyIn(t, r.HomeDir(ws), "sk-fake")
+			}
+		})
+	}
+}
+
+// assertNoKeyIn fails when any file under dir holds key.
+func assertNoKeyIn(t *testing.T, dir, key string) {
+	t.Helper()
+	files := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil // a socket or a file the agent removed meanwhile
+		}
+		files++
+		if strings.Contains(string(data), key) {
+			t.Errorf("%s holds the real key", path)
+		}
+		return nil
+	})
+	if err != nil || files == 0 {
+		t.Fatalf("walk %s: %v (%d files)", dir, err, files)
+	}
+}
