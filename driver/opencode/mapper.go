@@ -27,7 +27,7 @@ type mapper struct {
 	turns     int
 	turnStart time.Time
 	// busy says the agent has worked on the running turn: a session.idle
-	// before that is a previous turn's late one (an abort sends two).
+	// before that is a previous turn's late one.
 	busy bool
 
 	roles     map[string]string         // message id → role
@@ -36,12 +36,23 @@ type mapper struct {
 	calls     map[string]string         // tool call id → part id
 	approvals map[string]*approvalState // permission request id → its approval
 	denied    map[string]bool           // tool call ids a permission reply rejected
+	// current are the messages of the running turn; past those of ended
+	// turns, whose late updates (an abort's) must not touch the next one.
+	current []string
+	past    map[string]bool
+	// incomplete are the running turn's assistant messages not yet
+	// completed: OpenCode may say idle before an aborted message is
+	// closed, and says it again after.
+	incomplete map[string]bool
 
 	usage    agent.Usage
 	hasUsage bool
 	text     string       // the turn's last completed message text
 	failure  *agent.Error // why the turn failed, as the agent said
-	aborted  bool         // the agent reported an abort
+	// retrying is the model API's failure OpenCode is retrying; a turn
+	// that ends while it retries (aborted, or it gave up) failed with it.
+	retrying *agent.Error
+	aborted  bool // the agent reported an abort
 	// interrupted and limited say the driver aborted the turn: a client's
 	// interrupt, or the turn timeout.
 	interrupted bool
@@ -67,7 +78,7 @@ func newMapper(session string, now func() time.Time) *mapper {
 	if now == nil {
 		now = time.Now
 	}
-	return &mapper{session: session, now: now, roles: map[string]string{}, parts: map[string]*partState{},
+	return &mapper{session: session, now: now, roles: map[string]string{}, parts: map[string]*partState{}, past: map[string]bool{},
 		calls: map[string]string{}, approvals: map[string]*approvalState{}, denied: map[string]bool{}}
 }
 
@@ -115,8 +126,9 @@ func (m *mapper) startTurn() []agent.Event {
 	m.turns++
 	m.turn = m.session + "/t" + strconv.Itoa(m.turns)
 	m.turnStart = m.now()
-	m.usage, m.hasUsage, m.text, m.failure = agent.Usage{}, false, "", nil
+	m.usage, m.hasUsage, m.text, m.failure, m.retrying = agent.Usage{}, false, "", nil, nil
 	m.aborted, m.interrupted, m.limited, m.busy = false, false, false, false
+	m.incomplete = map[string]bool{}
 	return []agent.Event{m.event(agent.KindTurnStarted, nil)}
 }
 
@@ -133,8 +145,8 @@ func (m *mapper) handle(ev *oc.Event) []agent.Event {
 	case *oc.SessionStatusChanged:
 		return m.status(p, raw)
 	case *oc.SessionIdle:
-		if !m.busy {
-			return nil
+		if !m.busy || len(m.incomplete) > 0 {
+			return nil // a previous turn's late idle, or one before the turn's end
 		}
 		return m.endTurn(raw)
 	case *oc.SessionError:
@@ -149,11 +161,21 @@ func (m *mapper) handle(ev *oc.Event) []agent.Event {
 
 func (m *mapper) messageUpdated(p *oc.MessageUpdated, raw []byte) []agent.Event {
 	info := p.Info
+	if _, seen := m.roles[info.ID]; !seen && m.running() {
+		m.current = append(m.current, info.ID)
+	}
 	m.roles[info.ID] = info.Role
-	if info.Role != oc.RoleAssistant || info.Error == nil || !m.running() {
+	if info.Role != oc.RoleAssistant || !m.running() || m.past[info.ID] {
 		return nil
 	}
-	m.noteError(info.Error)
+	if info.Time.Completed == 0 {
+		m.incomplete[info.ID] = true
+	} else {
+		delete(m.incomplete, info.ID)
+	}
+	if info.Error != nil {
+		m.noteError(info.Error)
+	}
 	return nil
 }
 
@@ -210,6 +232,7 @@ func (m *mapper) status(p *oc.SessionStatusChanged, raw []byte) []agent.Event {
 			msg = "the model API failed"
 		}
 		e.Error = &agent.Error{Code: agent.ErrorAPI, Message: msg + " (attempt " + strconv.Itoa(p.Status.Attempt) + ", retrying)", Retrying: true}
+		m.retrying = &agent.Error{Code: agent.ErrorAPI, Message: msg}
 		return append(events, e)
 	}
 	return nil // idle: session.idle follows and ends the turn
@@ -218,6 +241,9 @@ func (m *mapper) status(p *oc.SessionStatusChanged, raw []byte) []agent.Event {
 // partUpdated maps a part sent whole.
 func (m *mapper) partUpdated(part oc.Part, raw []byte) []agent.Event {
 	b := part.Base()
+	if m.past[b.MessageID] {
+		return nil // a late update of an ended turn's part
+	}
 	if m.roles[b.MessageID] == oc.RoleUser {
 		return m.userPart(part, raw)
 	}
@@ -252,7 +278,6 @@ func (m *mapper) userPart(part oc.Part, raw []byte) []agent.Event {
 		return nil
 	}
 	events := m.startTurn()
-	m.busy = true
 	st := &partState{item: agent.Item{ID: p.ID, Type: agent.ItemUserMessage, Status: agent.ItemDone, MessageID: p.MessageID, Text: p.Text}, started: true, done: true}
 	m.parts[p.ID] = st
 	return append(events, m.itemEvent(agent.KindItemCompleted, &st.item, raw))
@@ -277,7 +302,7 @@ func (m *mapper) begin(st *partState, raw []byte) []agent.Event {
 		return nil
 	}
 	events := m.startTurn()
-	m.busy = true
+	m.busy, m.retrying = true, nil
 	st.started = true
 	m.open = append(m.open, st.item.ID)
 	return append(events, m.itemEvent(agent.KindItemStarted, &st.item, raw))
@@ -523,6 +548,9 @@ func (m *mapper) endTurn(raw []byte) []agent.Event {
 	case m.failure != nil:
 		info.Status = agent.TurnFailed
 		why = m.failure
+	case m.retrying != nil:
+		info.Status = agent.TurnFailed
+		why = m.retrying
 	}
 	events := m.clearApprovals(cause, reason)
 	events = append(events, m.closeOpen()...)
@@ -533,7 +561,7 @@ func (m *mapper) endTurn(raw []byte) []agent.Event {
 	}
 	e := m.event(agent.KindTurnCompleted, raw)
 	e.Turn, e.Usage, e.Error = info, usage, why
-	m.turn = ""
+	m.closeTurn()
 	return append(events, e)
 }
 
@@ -551,8 +579,16 @@ func (m *mapper) abort(why *agent.Error) []agent.Event {
 	e := m.event(agent.KindTurnCompleted, nil)
 	e.Turn = &agent.TurnInfo{Status: agent.TurnFailed, DurationMS: m.now().Sub(m.turnStart).Milliseconds()}
 	e.Error = why
-	m.turn = ""
+	m.closeTurn()
 	return append(events, e)
+}
+
+// closeTurn ends the running turn; its messages become past.
+func (m *mapper) closeTurn() {
+	for _, id := range m.current {
+		m.past[id] = true
+	}
+	m.current, m.turn = nil, ""
 }
 
 // ended is session.ended with reason (and why, for an exit).
