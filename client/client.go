@@ -45,6 +45,7 @@ type Session struct {
 	State       string    `json:"state"` // idle, running, ended
 	Created     time.Time `json:"created"`
 	LastSeq     uint64    `json:"last_seq"`
+	TurnID      string    `json:"turn_id,omitempty"` // the running turn's
 }
 
 // CreateRequest starts a session; Prompt, if set, starts its first turn.

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -13,7 +14,9 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/driver/claudecli"
+	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/driver/mock"
+	"github.com/tetherhq/tether/driver/opencode"
 	"github.com/tetherhq/tether/internal/console"
 )
 
@@ -34,7 +37,20 @@ type runFlags struct {
 func agentDrivers() map[string]func(f *runFlags) (agent.Driver, error) {
 	return map[string]func(*runFlags) (agent.Driver, error){
 		"mock": func(*runFlags) (agent.Driver, error) { return mock.New(mock.Config{}), nil },
+		// Locally, another version than the tested one runs with a
+		// warning: the user chose it.
+		"codex": func(f *runFlags) (agent.Driver, error) {
+			return codex.New(codex.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()})
+		},
+		"opencode": func(f *runFlags) (agent.Driver, error) {
+			return opencode.New(opencode.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()})
+		},
 	}
+}
+
+// warnings logs warnings and worse to stderr.
+func warnings() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // agentNames are what --agent takes.
@@ -50,19 +66,27 @@ func agentNames() []string {
 // claudeOnly are the flags only Claude Code takes.
 func claudeOnly() []string {
 	return []string{"permission-mode", "allowed-tools", "disallowed-tools", "system-prompt", "append-system-prompt",
-		"max-turns", "continue", "mock", "runner", "runner-token", "workspace", "ask-every-tool", "verbose"}
+		"max-turns", "continue", "mock", "ask-every-tool", "verbose"}
 }
 
 const runLong = `Run sends PROMPT to the agent as one turn and streams its work: the
 assistant's text as it arrives, one line per tool call and result, and a
 summary line at the end. PROMPT "-" reads the prompt from stdin.
 
---agent picks the agent: claude (Claude Code, the default) or mock (a
-scripted agent built into tether: no CLI, model or key; the words
+--agent picks the agent: claude (Claude Code, the default), codex (the
+Codex CLI over codex app-server), opencode (OpenCode over opencode serve) or
+mock (a scripted agent built into tether: no CLI, model or key; the words
 REQUEST_APPROVAL, ASK_QUESTION, FAIL_TURN and SLOW in the prompt make it
 ask an approval, ask a question, fail the turn, or wait for Ctrl-C; it
-appends a line to mock-notes.md in the working directory). Other agents
-start in the working directory with the user's own configuration.
+appends a line to mock-notes.md in the working directory). Locally, every
+agent starts in the working directory with the user's own configuration
+(Codex's ~/.codex, OpenCode's ~/.config/opencode), as it would without
+tether; --resume takes the agent's own session id.
+
+--runner runs the agent on a runner instead: Claude Code through protocol
+v1 (--workspace, --cwd inside it), the other agents through the runner's
+sessions API (a session in --workspace, closed after the turn). The runner
+uses its own CLIs, configuration and keys.
 
 --json prints every event of the session as one JSON line (the canonical
 agent.Event of docs/events.md, the agent's own payload in "raw") and
@@ -93,6 +117,8 @@ func newRunCmd() *cobra.Command {
 		Long:  runLong,
 		Example: `  tether run --mock "hello"
   tether run --agent mock "hello REQUEST_APPROVAL"
+  tether run --agent codex --approve=allow "fix the failing test"
+  tether run --agent opencode --runner ws://127.0.0.1:7420/sessions --workspace demo "hello"
   tether run --model sonnet --approve=allow "add a test for parseArgs"
   git diff | tether run --json --approve=deny -`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -130,7 +156,7 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.BoolVar(&f.askEveryTool, "ask-every-tool", false, "send every tool call to the approver, the ones the CLI deems safe included")
 	fl.BoolVar(&f.mock, "mock", false, "use the built-in mock of the claude CLI (no CLI or API key needed)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log the CLI's stderr and skipped output lines to stderr")
-	fl.StringVar(&f.runner, "runner", "", "run on a runner at `URL` (ws://host:7420/sessions) instead of locally")
+	fl.StringVar(&f.runner, "runner", "", "run on a runner at `URL` (ws://host:7420/sessions; for agents but claude, its http:// address works too) instead of locally")
 	fl.StringVar(&f.runnerToken, "runner-token", "", "bearer `TOKEN` for --runner (default: $TETHER_AUTH_TOKEN, then the token a runner on this machine generated)")
 	fl.StringVar(&f.workspace, "workspace", "default", "runner-side workspace `ID` for --runner")
 }
@@ -171,10 +197,19 @@ func checkConflicts(cmd *cobra.Command) error {
 	if name == "mock" && cmd.Flags().Changed("cli") {
 		return errors.New("--agent mock is built into tether: drop --cli")
 	}
+	if cmd.Flags().Changed("runner") && cmd.Flags().Changed("cwd") {
+		return fmt.Errorf("--agent %s on a runner works in the workspace's own directory: drop --cwd", name)
+	}
+	if cmd.Flags().Changed("raw") && cmd.Flags().Changed("runner") {
+		return errors.New("--raw prints the agent's own lines, which a runner's sessions API keeps inside its events: use --json")
+	}
 	return nil
 }
 
 func (f *runFlags) run(cmd *cobra.Command, args []string) error {
+	if f.agent != "claude" && f.runner != "" {
+		return f.runRemote(cmd, args)
+	}
 	cfg, err := f.config(cmd)
 	if err != nil {
 		return err

@@ -77,3 +77,56 @@ func createSession(t *testing.T, runner string) string {
 	}
 	return s.ID
 }
+
+// tether run --agent mock --runner: one turn on a runner through its
+// sessions API, from the protocol v1 URL a Claude host would give; the
+// approval answered by --approve (allowed, then denied in a second run),
+// --json prints the canonical events, and the session is closed after.
+func TestRunAgentOnRunner(t *testing.T) {
+	p := startServe(t, cleanEnv(), "--cli", mockCLI(t, "demo", 0))
+	run := func(args ...string) result {
+		base := []string{"run", "--agent", "mock", "--runner", "ws://" + p.addr + "/sessions", "--runner-token", testToken}
+		return tether(t, t.TempDir(), "", cleanEnv(), append(base, args...)...)
+	}
+	r := run("--approve", "allow", "--workspace", "remote-a", "REQUEST_APPROVAL please")
+	if r.code != 0 || !strings.Contains(r.stdout, "mock_search") || strings.Contains(r.stdout, "[declined]") ||
+		!strings.Contains(r.stderr, "resume with --resume") {
+		t.Fatalf("allow: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run("--approve", "deny", "--workspace", "remote-b", "REQUEST_APPROVAL please")
+	if r.code != 0 || !strings.Contains(r.stdout, "[declined]") {
+		t.Fatalf("deny: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run("--json", "--approve", "allow", "--workspace", "remote-c", "hello")
+	kinds := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e struct{ Kind string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("--json line %q: %v", line, err)
+		}
+		kinds[e.Kind] = true
+	}
+	if r.code != 0 || !kinds["turn.started"] || !kinds["item.completed"] || !kinds["turn.completed"] {
+		t.Fatalf("--json: %d %v\n%s", r.code, kinds, r.stderr)
+	}
+	// Every session the runs opened is closed.
+	req, _ := http.NewRequest("GET", "http://"+p.addr+"/v1/sessions", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct{ Sessions []struct{ Agent, State string } }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list.Sessions) != 3 {
+		t.Fatalf("sessions %+v %v", list, err)
+	}
+	for _, s := range list.Sessions {
+		if s.Agent != "mock" || s.State != "ended" {
+			t.Fatalf("session left %+v", s)
+		}
+	}
+	if r := run("--cwd", "x", "hello"); r.code != 2 || !strings.Contains(r.stderr, "drop --cwd") {
+		t.Fatalf("--cwd on a runner: %d %s", r.code, r.stderr)
+	}
+}

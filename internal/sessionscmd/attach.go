@@ -3,6 +3,7 @@ package sessionscmd
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -26,6 +27,9 @@ type AttachOptions struct {
 	// UntilTurnEnd returns after the next turn ends instead of the
 	// session's end.
 	UntilTurnEnd bool
+	// Decide, when set, answers every approval with it (off a terminal:
+	// tether run --approve); it wins over In.
+	Decide agent.Decision
 }
 
 // Attach follows a session live: its text, commands, tool calls and
@@ -46,11 +50,21 @@ func Attach(ctx context.Context, e Env, o AttachOptions) int {
 			return e.fail(err)
 		}
 		if e.JSON {
-			_ = e.printJSON(ev)
+			_ = json.NewEncoder(e.Out).Encode(ev) // one event a line
 		} else {
 			eventview.Compact(e.Out, ev)
 		}
-		if ev.Kind == agent.KindApprovalRequested && answers != nil {
+		switch {
+		case ev.Kind != agent.KindApprovalRequested:
+		case o.Decide != "":
+			answer := client.Answer{Decision: o.Decide}
+			if o.Decide == agent.Deny {
+				answer.Reason = "denied by --approve=deny"
+			}
+			if _, err := e.Client.Resolve(ctx, ev.SessionID, ev.Approval.ID, answer); err != nil {
+				fmt.Fprintln(e.Err, "tether:", err) // answered elsewhere first: that answer stands
+			}
+		case answers != nil:
 			if code := ask(ctx, e, answers, ev); code != ExitOK {
 				return code
 			}
