@@ -117,7 +117,9 @@ func TestRunAgentOnRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var list struct{ Sessions []struct{ Agent, State string } }
+	var list struct {
+		Sessions []struct{ Agent, State string }
+	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list.Sessions) != 3 {
 		t.Fatalf("sessions %+v %v", list, err)
 	}
