@@ -1,0 +1,153 @@
+package opencode
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+)
+
+// fakeCLI writes a shell script standing in for opencode: --version prints
+// version; serve runs body.
+func fakeCLI(t *testing.T, version, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "opencode")
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo " + version + "; exit 0; fi\n" + body + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestNewFindsAndChecksTheCLI(t *testing.T) {
+	if _, err := New(Config{CLIPath: filepath.Join(t.TempDir(), "missing")}); !errors.Is(err, ErrCLINotFound) {
+		t.Errorf("missing CLI: %v", err)
+	}
+	if _, err := New(Config{CLIPath: t.TempDir()}); !errors.Is(err, ErrCLINotFound) {
+		t.Errorf("a directory as the CLI: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := New(Config{}); !errors.Is(err, ErrCLINotFound) {
+		t.Errorf("no CLI on PATH: %v", err)
+	}
+	old := fakeCLI(t, "1.0.0", "exit 1")
+	var ve *VersionError
+	if _, err := New(Config{CLIPath: old}); !errors.As(err, &ve) || ve.Found != "1.0.0" || ve.Tested != TestedVersion || !errors.Is(err, ErrVersion) {
+		t.Errorf("untested version: %v", err)
+	}
+	d, err := New(Config{CLIPath: old, AllowUntestedVersion: true})
+	if err != nil || d.Version() != "1.0.0" || d.Name() != "opencode" {
+		t.Fatalf("allowed untested version: %v", err)
+	}
+	c := d.Capabilities()
+	if !c.Resume || !c.Fork || !c.Diff || c.Steer || len(c.Scopes) != 2 {
+		t.Errorf("capabilities %+v", c)
+	}
+}
+
+// A server that says where it listens but never answers fails Start with
+// ErrServerNotReady within StartTimeout, and leaves nothing running.
+func TestStartServerNeverHealthy(t *testing.T) {
+	marker := "OPENCODE_TEST_MARKER=" + filepath.Base(t.TempDir())
+	cli := fakeCLI(t, TestedVersion, "echo 'opencode server listening on http://127.0.0.1:1'\nexec sleep 60")
+	d, err := New(Config{CLIPath: cli, Env: []string{"PATH=/usr/bin:/bin", marker}, StartTimeout: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	_, err = d.Start(context.Background(), agent.StartRequest{Workspace: t.TempDir()})
+	if !errors.Is(err, ErrServerNotReady) {
+		t.Fatalf("Start: %v, want ErrServerNotReady", err)
+	}
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Errorf("Start took %v", took)
+	}
+	waitNoProcs(t, marker)
+}
+
+// A server that exits at once fails Start with ErrServerExited, quoting
+// what it said.
+func TestStartServerExits(t *testing.T) {
+	cli := fakeCLI(t, TestedVersion, "echo 'bad config' >&2; exit 3")
+	d, err := New(Config{CLIPath: cli, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Start(context.Background(), agent.StartRequest{Workspace: t.TempDir()})
+	if !errors.Is(err, ErrServerExited) || !strings.Contains(err.Error(), "bad config") {
+		t.Fatalf("Start: %v, want ErrServerExited with the stderr", err)
+	}
+}
+
+// Bad requests are refused before anything starts.
+func TestStartRefusesBadRequests(t *testing.T) {
+	cli := fakeCLI(t, TestedVersion, "exit 1")
+	d, err := New(Config{CLIPath: cli})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []agent.StartRequest{
+		{Model: "no-slash"},
+		{Options: []byte(`{"unknown":1}`)},
+		{Fork: true},
+	} {
+		if _, err := d.Start(context.Background(), req); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("Start(%+v): %v, want ErrInvalidRequest", req, err)
+		}
+	}
+}
+
+// The environment: the password, the permission rules merged over the
+// configured ones, and the home's HOME and XDG directories over Env.
+func TestServerEnv(t *testing.T) {
+	d := &Driver{cfg: Config{Env: []string{"HOME=/elsewhere", "KEEP=1", `OPENCODE_PERMISSION={"webfetch":"deny","bash":"allow"}`}}}
+	env, err := d.env("/h", "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := envMap(env)
+	want := map[string]string{"HOME": "/h", "KEEP": "1", "OPENCODE_SERVER_PASSWORD": "pw", "OPENCODE_SERVER_USERNAME": "opencode",
+		"XDG_CONFIG_HOME": "/h/.config", "XDG_DATA_HOME": "/h/.local/share", "OPENCODE_PERMISSION": `{"bash":"ask","edit":"ask","webfetch":"deny"}`}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s=%q, want %q", k, m[k], v)
+		}
+	}
+	if len(env) != len(m) {
+		t.Errorf("duplicate variables in %q", env)
+	}
+	env, _ = d.env("", "pw")
+	if envMap(env)["HOME"] != "/elsewhere" || envMap(env)["XDG_CONFIG_HOME"] != "" {
+		t.Errorf("no home overrode the environment: %q", env)
+	}
+	if _, err := (&Driver{cfg: Config{Env: []string{"OPENCODE_PERMISSION=[1]"}}}).env("", "pw"); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("bad OPENCODE_PERMISSION: %v", err)
+	}
+}
+
+func TestWriteHomeFiles(t *testing.T) {
+	home := t.TempDir()
+	if err := writeHomeFiles(home, map[string][]byte{".config/opencode/opencode.json": []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(home, ".config/opencode/opencode.json"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("file: %v %v", st, err)
+	}
+	if dir, _ := os.Stat(filepath.Join(home, ".config/opencode")); dir.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode %v", dir.Mode())
+	}
+	for _, bad := range []string{"../x", "/etc/x", "."} {
+		if err := writeHomeFiles(home, map[string][]byte{bad: nil}); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if err := writeHomeFiles("", map[string][]byte{"../x": nil}); err != nil {
+		t.Errorf("no home: %v", err)
+	}
+}
