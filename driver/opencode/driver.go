@@ -66,6 +66,9 @@ type Driver struct {
 	version string
 	log     *slog.Logger
 	now     func() time.Time
+	// reconnectWait is the first wait before the event stream is opened
+	// again (tests lengthen it to make the stream miss events).
+	reconnectWait time.Duration
 }
 
 var _ agent.Driver = (*Driver)(nil)

@@ -27,7 +27,7 @@ type realEnv struct {
 func newRealEnv(t *testing.T, tune func(*Config)) *realEnv {
 	t.Helper()
 	cli := testenv.RequireOpenCodeCLI(t)
-	fake, err := fakeopenai.Start(fakeopenai.Options{SlowChunkDelay: 100 * time.Millisecond, SlowChunks: 100})
+	fake, err := fakeopenai.Start(fakeopenai.Options{SlowChunkDelay: 100 * time.Millisecond, SlowChunks: 40})
 	if err != nil {
 		t.Fatalf("fake: %v", err)
 	}

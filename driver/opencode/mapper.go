@@ -262,6 +262,9 @@ func (m *mapper) partUpdated(part oc.Part, raw []byte) []agent.Event {
 	case *oc.PatchPart:
 		return m.patchPart(p, raw)
 	case *oc.RetryPart:
+		if !m.once(p.ID) {
+			return nil
+		}
 		events := m.startTurn()
 		e := m.event(agent.KindError, raw)
 		e.Error = apiError(&p.Error)
@@ -281,6 +284,25 @@ func (m *mapper) userPart(part oc.Part, raw []byte) []agent.Event {
 	st := &partState{item: agent.Item{ID: p.ID, Type: agent.ItemUserMessage, Status: agent.ItemDone, MessageID: p.MessageID, Text: p.Text}, started: true, done: true}
 	m.parts[p.ID] = st
 	return append(events, m.itemEvent(agent.KindItemCompleted, &st.item, raw))
+}
+
+// once reports whether a part that maps to one event only is new, and
+// marks it seen.
+func (m *mapper) once(id string) bool {
+	if m.parts[id] != nil {
+		return false
+	}
+	m.parts[id] = &partState{started: true, done: true}
+	return true
+}
+
+// seedHistory marks the messages a resumed session already had as past:
+// a reconciliation after a reconnect does not report them again.
+func (m *mapper) seedHistory(msgs []oc.MessageWithParts) {
+	for _, msg := range msgs {
+		m.roles[msg.Info.ID] = msg.Info.Role
+		m.past[msg.Info.ID] = true
+	}
 }
 
 // part returns the state of a part, new if unseen; nil once it completed.
@@ -388,6 +410,9 @@ func (m *mapper) toolPart(p *oc.ToolPart, raw []byte) []agent.Event {
 }
 
 func (m *mapper) stepFinish(p *oc.StepFinishPart, raw []byte) []agent.Event {
+	if !m.once(p.ID) {
+		return nil
+	}
 	u := agent.Usage{
 		InputTokens: int64(p.Tokens.Input), OutputTokens: int64(p.Tokens.Output), ReasoningTokens: int64(p.Tokens.Reasoning),
 		CacheReadTokens: int64(p.Tokens.Cache.Read), CacheWriteTokens: int64(p.Tokens.Cache.Write), CostUSD: p.Cost,
@@ -526,6 +551,20 @@ func (m *mapper) closeOpen() []agent.Event {
 		events = append(events, m.finish(st, status, nil)...)
 	}
 	return events
+}
+
+// answered reports whether the running turn has an assistant message and
+// every one is closed: with the session idle, the turn is over.
+func (m *mapper) answered() bool {
+	if !m.running() || len(m.incomplete) > 0 {
+		return false
+	}
+	for _, id := range m.current {
+		if m.roles[id] == oc.RoleAssistant {
+			return true
+		}
+	}
+	return false
 }
 
 // endTurn is session.idle: the turn ended, completed, interrupted or

@@ -427,3 +427,77 @@ func TestRealCLIDiff(t *testing.T) {
 		t.Errorf("Diff %+v; events %s", changes, kinds(r.seen))
 	}
 }
+
+// cutStream drops the session's event stream as a network fault would.
+func cutStream(t *testing.T, s agent.Session) {
+	t.Helper()
+	ss := s.(*session)
+	ss.mu.Lock()
+	st := ss.stream
+	ss.mu.Unlock()
+	st.cancel()
+}
+
+// countItems counts item.started and item.completed per item id.
+func countItems(evs []agent.Event) (started, completed map[string]int) {
+	started, completed = map[string]int{}, map[string]int{}
+	for _, e := range evs {
+		switch e.Kind {
+		case agent.KindItemStarted:
+			started[e.Item.ID]++
+		case agent.KindItemCompleted:
+			completed[e.Item.ID]++
+		}
+	}
+	return started, completed
+}
+
+// The event stream dropped and opened again: a whole turn missed while it
+// was down is recovered from the session's messages (the prompt, the
+// answer, the turn's end), a stream cut mid-answer loses nothing, and no
+// item is reported twice.
+func TestRealCLIReconnect(t *testing.T) {
+	env := newRealEnv(t, nil)
+	env.driver.(*Driver).reconnectWait = 3 * time.Second
+	r := env.start(t, agent.StartRequest{})
+	r.prompt("SAY warm up")
+	r.turnEnd()
+
+	cutStream(t, r.s)
+	r.prompt("SAY while away")
+	end := r.turnEnd()
+	if end.Turn.Status != agent.TurnCompleted || end.Turn.Text != "while away" {
+		t.Errorf("missed turn %+v %+v", end.Turn, end.Error)
+	}
+
+	env.driver.(*Driver).reconnectWait = 0
+	r.prompt("SLOW")
+	r.until("a delta", kindIs(agent.KindItemDelta))
+	cutStream(t, r.s)
+	end = r.turnEnd()
+	if end.Turn.Status != agent.TurnCompleted || !strings.HasPrefix(end.Turn.Text, "tick 1 tick 2 ") || !strings.HasSuffix(end.Turn.Text, "tick 40") {
+		t.Errorf("cut turn %+v %+v", end.Turn, end.Error)
+	}
+
+	started, completed := countItems(r.seen)
+	for id, n := range completed {
+		if n != 1 || started[id] > 1 {
+			t.Errorf("item %s started %d and completed %d times", id, started[id], n)
+		}
+	}
+	var users, messages []string
+	for _, e := range r.seen {
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemUserMessage {
+			users = append(users, e.Item.Text)
+		}
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemMessage {
+			messages = append(messages, e.Item.Text)
+		}
+	}
+	if strings.Join(users, "|") != "SAY warm up|SAY while away|SLOW" || len(messages) != 3 || messages[1] != "while away" || messages[2] != end.Turn.Text {
+		t.Errorf("users %q messages %q", users, messages)
+	}
+	if n := len(find(r.seen, agent.KindTurnCompleted, "")); n != 3 {
+		t.Errorf("%d turns completed, want 3", n)
+	}
+}

@@ -113,6 +113,17 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 		return nil, err
 	}
 	s.mapper = newMapper(s.native, d.now)
+	if req.Resume != "" {
+		msgs, err := s.history(ctx)
+		if err != nil {
+			stream.close()
+			s.cancel()
+			s.api.close()
+			srv.close()
+			return nil, err
+		}
+		s.mapper.seedHistory(msgs)
+	}
 	s.stream = stream
 	s.out.add(s.mapper.startSession(req.Model, req.Workspace))
 	s.wg.Add(1)

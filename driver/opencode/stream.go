@@ -79,7 +79,7 @@ func (s *session) follow(stream *eventStream) {
 		s.d.log.Debug("opencode: event stream dropped; reconnecting", "session", s.native, "err", err)
 		stream = s.reconnect()
 		if stream != nil {
-			s.reconcile(stream)
+			s.reconcile()
 		}
 	}
 	s.finish()
@@ -142,7 +142,10 @@ func (s *session) exited() bool {
 // reconnect opens the stream again, backing off, until it succeeds, the
 // session closes or the server's process ends (nil then).
 func (s *session) reconnect() *eventStream {
-	wait := reconnectMin
+	wait := s.d.reconnectWait
+	if wait <= 0 {
+		wait = reconnectMin
+	}
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -166,11 +169,11 @@ func (s *session) reconnect() *eventStream {
 }
 
 // reconcile catches up on what the stream missed while it was down: the
-// session's messages (every part is mapped as if it had been sent whole;
-// the mapper reports only what it had not), its pending permissions, and
-// whether it went idle meanwhile. The stream is open again before, so
-// nothing after the reconciliation is missed either.
-func (s *session) reconcile(*eventStream) {
+// session's messages (every message and part is mapped as if it had been
+// sent whole; the mapper reports only what it had not), its pending
+// permissions, and whether it went idle meanwhile. The stream is open
+// again before, so nothing after the reconciliation is missed either.
+func (s *session) reconcile() {
 	ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
 	defer cancel()
 	msgs, err := s.history(ctx)
@@ -185,13 +188,12 @@ func (s *session) reconcile(*eventStream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, msg := range msgs {
-		s.mapper.roles[msg.Info.ID] = msg.Info.Role
+		info := &oc.MessageUpdated{SessionID: s.native, Info: msg.Info}
+		raw, _ := json.Marshal(info)
+		s.apply(s.mapper.messageUpdated(info, raw))
 		for _, part := range msg.Parts {
 			raw, _ := json.Marshal(part)
 			s.apply(s.mapper.partUpdated(part, raw))
-		}
-		if msg.Info.Error != nil && s.mapper.running() && msg.Info.Time.Created.Time().After(s.mapper.turnStart.Add(-time.Second)) {
-			s.mapper.noteError(msg.Info.Error)
 		}
 	}
 	if perr == nil {
@@ -202,7 +204,9 @@ func (s *session) reconcile(*eventStream) {
 			}
 		}
 	}
-	if st, busy := status[s.native]; serr == nil && (!busy || st.Type == oc.StatusIdle) && s.mapper.busy {
+	// The idle the stream missed: the session is not busy, and the turn
+	// has an answer that is closed.
+	if st, busy := status[s.native]; serr == nil && (!busy || st.Type == oc.StatusIdle) && s.mapper.answered() {
 		s.apply(s.mapper.endTurn(nil))
 	}
 }
