@@ -68,8 +68,10 @@ func SessionPromptAsyncPath(sessionID string) (string, error) {
 // running turn; answers true.
 func SessionAbortPath(sessionID string) (string, error) { return sessionSub(sessionID, "/abort") }
 
-// SessionDiffPath is /session/{id}/diff: GET the []FileDiff of the whole
-// session, or of the turn of one user message when messageID is set.
+// SessionDiffPath is /session/{id}/diff: GET the []FileDiff of the turn of
+// one user message (messageID), the same diffs as that message's summary.
+// Without a messageID, 1.18.33 answers [] even after a turn has changed
+// files, so a session's changes are read from its user messages' summaries.
 func SessionDiffPath(sessionID, messageID string) (string, error) {
 	p, err := sessionSub(sessionID, "/diff")
 	if err != nil || messageID == "" {
