@@ -10,17 +10,18 @@
 //     an answer echoes it byte for byte.
 //   - Decode turns one line into a *Request, *Response or *Notification.
 //     Requests and notifications of the methods in methods.go carry typed
-//     params (Payload); other methods keep their params as raw JSON. Every
-//     message keeps its exact line (Raw). Malformed input gives a
-//     *DecodeError matching ErrNotJSON, ErrNotObject, ErrNotMessage,
+//     params (Payload: notifications.go); other methods keep their params as
+//     raw JSON. Every message keeps its exact line (Raw). Malformed input
+//     gives a *DecodeError matching ErrNotJSON, ErrNotObject, ErrNotMessage,
 //     ErrBadEnvelope or ErrBadParams; it never panics.
 //   - Response.DecodeResult types a result once the caller knows which
 //     request it answers; an error answer is an *RPCError.
-//   - EncodeRequest, EncodeNotification, EncodeResult and EncodeError build
-//     the lines a driver sends (without the newline).
-//   - ThreadItem is the item union of item/started, item/completed and turns:
-//     typed for every item type of the schema, and kept as raw JSON (Raw,
-//     Payload nil) for a type this package does not know, never dropped.
+//   - EncodeCall, EncodeRequest, EncodeNotification, EncodeResult and
+//     EncodeError build the lines a driver sends (without the newline).
+//   - ThreadItem is the item union of item/started, item/completed and a
+//     thread's history: one struct with the fields a driver reads of each
+//     item type, and the whole item in Raw, so a type or field this package
+//     does not read is never lost.
 //
 // # Why hand-written types
 //

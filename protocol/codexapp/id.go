@@ -18,7 +18,7 @@ func IntID(n int64) ID { return ID{text: strconv.FormatInt(n, 10)} }
 
 // StringID is the id s.
 func StringID(s string) ID {
-	b, _ := json.Marshal(s) // a Go string always marshals
+	b, _ := marshal(s) // a Go string always marshals; no HTML escaping
 	return ID{text: string(b)}
 }
 
