@@ -237,6 +237,33 @@ func TestRealCLIInterrupt(t *testing.T) {
 	if end := r.turnEnd(); end.Turn.Status != agent.TurnCompleted || end.Turn.Text != "after the interrupt" {
 		t.Errorf("next turn %+v error %+v", end.Turn, end.Error)
 	}
+
+	// An interrupt clears a pending approval: resolved as interrupted,
+	// and the command never runs.
+	marker := filepath.Join(env.ws, "interrupted")
+	r.prompt("USE_SHELL touch " + marker)
+	req := r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if err := r.s.Interrupt(ctxT(t)); err != nil {
+		t.Fatalf("Interrupt: %v", err)
+	}
+	end = r.turnEnd()
+	if end.Turn.Status != agent.TurnInterrupted {
+		t.Errorf("turn with a pending approval %+v %+v", end.Turn, end.Error)
+	}
+	res := find(r.seen, agent.KindApprovalResolved, "")
+	if len(res) != 1 || res[0].Resolution.ApprovalID != req.ID || res[0].Resolution.Cause != agent.CauseInterrupted || res[0].Resolution.Decision != agent.Deny {
+		t.Errorf("resolutions %+v", res)
+	}
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow}); !errors.Is(err, agent.ErrAlreadyResolved) {
+		t.Errorf("Resolve after the interrupt: %v", err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the command ran: %v", err)
+	}
+	r.prompt("SAY and on")
+	if end := r.turnEnd(); end.Turn.Text != "and on" {
+		t.Errorf("turn after %+v %+v", end.Turn, end.Error)
+	}
 }
 
 // A provider error: the turn fails with api_error and the status.

@@ -66,6 +66,8 @@ type session struct {
 	mu     sync.Mutex
 	mapper *mapper
 	ended  bool
+	// children are the sessions of the session's subagents (task tool).
+	children map[string]bool
 	timer  *time.Timer // the running turn's time limit
 	// stream is the event stream being read, for tests that cut it.
 	stream *eventStream
@@ -95,7 +97,7 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if err != nil {
 		return nil, err
 	}
-	s := &session{d: d, srv: srv, api: newClient(srv.url, srv.password), model: model, opts: opts, out: newOutbox(64)}
+	s := &session{d: d, srv: srv, api: newClient(srv.url, srv.password), model: model, opts: opts, out: newOutbox(64), children: map[string]bool{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Subscribe before the session exists, so that nothing it says is
 	// missed.
@@ -204,8 +206,8 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	return nil
 }
 
-// Steer is not offered: OpenCode queues a prompt sent during a turn as a
-// turn of its own rather than adding it to the running one.
+// Steer is not offered: OpenCode's API has no call that adds to a running
+// turn, and this driver does not pass a prompt during a turn on.
 func (s *session) Steer(context.Context, agent.Prompt) error {
 	return &agent.UnsupportedError{Agent: agentName, Capability: "steer"}
 }

@@ -106,9 +106,22 @@ func (s *session) read(stream *eventStream) error {
 }
 
 // mine reports whether ev is about this session (the server also reports
-// its subagents' sessions and itself).
+// itself and its subagents' sessions). A subagent's permission requests
+// are the session's too: its tool calls wait for them. Call with mu held.
 func (s *session) mine(ev *oc.Event) bool {
-	return !ev.IsNoise() && ev.SessionID() == s.native
+	if ev.IsNoise() {
+		return false
+	}
+	id := ev.SessionID()
+	switch p := ev.Payload.(type) {
+	case *oc.SessionCreated:
+		if p.Info.ParentID == s.native || s.children[p.Info.ParentID] {
+			s.children[p.Info.ID] = true
+		}
+	case *oc.PermissionAsked, *oc.PermissionReplied:
+		return id == s.native || s.children[id]
+	}
+	return id == s.native
 }
 
 // apply hands events over and stops the turn's timer once it ended; call
@@ -198,7 +211,7 @@ func (s *session) reconcile() {
 	}
 	if perr == nil {
 		for i := range pending {
-			if pending[i].SessionID == s.native {
+			if pending[i].SessionID == s.native || s.children[pending[i].SessionID] {
 				raw, _ := json.Marshal(pending[i])
 				s.apply(s.mapper.permissionAsked(&pending[i], raw))
 			}
