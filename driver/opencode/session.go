@@ -68,7 +68,7 @@ type session struct {
 	ended  bool
 	// children are the sessions of the session's subagents (task tool).
 	children map[string]bool
-	timer  *time.Timer // the running turn's time limit
+	timer    *time.Timer // the running turn's time limit
 	// stream is the event stream being read, for tests that cut it.
 	stream *eventStream
 
