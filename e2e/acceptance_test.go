@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/fakeanthropic"
+	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 )

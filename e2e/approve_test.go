@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/console"
+	"github.com/tetherhq/tether/internal/cli/console"
 	"github.com/tetherhq/tether/internal/testenv"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/console"
+	"github.com/tetherhq/tether/internal/cli/console"
 	"github.com/tetherhq/tether/internal/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 	"github.com/tetherhq/tether/runner/sandbox"

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/fakeanthropic"
+	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testenv"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/runner/sandbox"

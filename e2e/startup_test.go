@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/console"
+	"github.com/tetherhq/tether/internal/cli/console"
 	"github.com/tetherhq/tether/internal/testenv"
 )
 

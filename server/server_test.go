@@ -20,7 +20,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 	"github.com/tetherhq/tether/internal/testenv"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/server"

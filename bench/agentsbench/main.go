@@ -29,7 +29,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/fakeanthropic"
+	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
 	"github.com/tetherhq/tether/internal/fakeopenai"
 	"github.com/tetherhq/tether/internal/testenv"
 	"github.com/tetherhq/tether/runner/auth"

@@ -1,10 +1,11 @@
 // Command tether is the command line of Tether, a Go runtime for coding
-// agents. `tether run PROMPT` runs one prompt through the Claude Code CLI
-// and streams the agent's work; `tether run --mock PROMPT` does the same
-// against a built-in stand-in, with no CLI or API key.
+// agents. `tether run PROMPT` runs one prompt through an agent (Claude
+// Code, Codex, OpenCode or the built-in mock) and streams its work;
+// `tether serve` runs a runner; `tether sessions`, `approvals`, `approve`,
+// `deny` and `attach` drive a runner's sessions API.
 //
 // This package only parses flags; what the commands do lives in
-// internal/console.
+// internal/cli and server.
 package main
 
 import (
@@ -14,8 +15,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/tetherhq/tether/internal/console"
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/cli/console"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 	"github.com/tetherhq/tether/transport"
 )
 

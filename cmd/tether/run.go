@@ -17,7 +17,7 @@ import (
 	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/driver/opencode"
-	"github.com/tetherhq/tether/internal/console"
+	"github.com/tetherhq/tether/internal/cli/console"
 )
 
 // runFlags are `tether run`'s flags.

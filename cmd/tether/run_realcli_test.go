@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakeanthropic"
+	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testenv"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/console"
-	"github.com/tetherhq/tether/internal/sessionscmd"
+	"github.com/tetherhq/tether/internal/cli/console"
+	"github.com/tetherhq/tether/internal/cli/sessionscmd"
 )
 
 // runRemote runs one turn of a non-Claude agent on a runner, through its

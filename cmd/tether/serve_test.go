@@ -20,7 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 )
 
 // serveProc is a running `tether serve`.

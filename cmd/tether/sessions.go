@@ -9,7 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/sessionscmd"
+	"github.com/tetherhq/tether/internal/cli/sessionscmd"
 )
 
 // defaultRunnerURL is where the sessions commands look for a runner.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 )
 
 // mockDriver runs this test binary as the mock CLI in a scenario.

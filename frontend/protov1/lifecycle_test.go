@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 )
 
 // The seed's lifecycle: connect → init → ready → query → messages → done → stop.

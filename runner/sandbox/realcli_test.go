@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/fakeanthropic"
+	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 	"github.com/tetherhq/tether/runner/sandbox"

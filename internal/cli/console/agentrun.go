@@ -11,7 +11,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/eventview"
+	"github.com/tetherhq/tether/internal/cli/eventview"
 )
 
 // agentRun is one Run through an agent.Driver: canonical events, shown

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 )
 
 func TestHookCallbackRoundTrip(t *testing.T) {

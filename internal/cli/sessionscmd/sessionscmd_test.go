@@ -11,9 +11,9 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/mockclaude"
-	"github.com/tetherhq/tether/internal/runnertest"
-	"github.com/tetherhq/tether/internal/sessionscmd"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/testkit/runnertest"
+	"github.com/tetherhq/tether/internal/cli/sessionscmd"
 	"github.com/tetherhq/tether/internal/testenv"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/eventview"
+	"github.com/tetherhq/tether/internal/cli/eventview"
 )
 
 // Exit statuses, as tether run's.

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 )
 
 const (

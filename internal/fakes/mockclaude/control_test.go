@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 )
 
 func TestInterruptDuringSlow(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 	"go.uber.org/goleak"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/eventview"
+	"github.com/tetherhq/tether/internal/cli/eventview"
 )
 
 // How much of a command, pattern or result line one line shows.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/eventview"
+	"github.com/tetherhq/tether/internal/cli/eventview"
 )
 
 // AttachOptions say how to follow a session.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 )
 
 func TestJunkLinesBetweenMessages(t *testing.T) {
