@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,6 +66,14 @@ func TestRealCLITextTurn(t *testing.T) {
 	}
 	if !user {
 		t.Errorf("no user_message item for the prompt; seen %s", kinds(r.seen))
+	}
+	for _, pid := range pidsWithEnv("HOME=" + env.home) {
+		status, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") {
+				t.Logf("server process %d %s", pid, strings.Join(strings.Fields(line), " "))
+			}
+		}
 	}
 	items, err := r.s.Messages(ctxT(t))
 	if err != nil {
