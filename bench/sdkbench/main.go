@@ -25,6 +25,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "consume" {
 		os.Exit(consumeMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "tetherrun" {
+		os.Exit(tetherRunMain(os.Args[2:]))
+	}
 	os.Exit(runMain(os.Args[1:]))
 }
 
@@ -43,6 +46,7 @@ type runFlags struct {
 	altBin    string
 	altLabel  string
 	from      string
+	tether    string
 }
 
 func runMain(args []string) int {
@@ -60,6 +64,7 @@ func runMain(args []string) int {
 	fs.BoolVar(&f.goFloors, "go-floors", true, "also run the Go floors (ndjson.Reader alone; ndjson + claudecode.Parse) in the consume binary")
 	fs.StringVar(&f.altBin, "alt-bin", "", "A/B: another sdkbench binary (e.g. built against a patched SDK) run as an extra Go row in every perf case")
 	fs.StringVar(&f.altLabel, "alt-label", "alt build", "how the -alt-bin row is described")
+	fs.StringVar(&f.tether, "tether", "", "also time `tether run --json` (this tether binary) in the N=100000,SIZE=100 case")
 	fs.StringVar(&f.from, "from", "", "run nothing: print the tables of an earlier run's JSONL file")
 	fs.BoolVar(&f.floorsAll, "all-floors", true, "also run the fake | cat floor (devnull, split and readline always run)")
 	fs.Usage = func() {

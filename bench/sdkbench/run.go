@@ -191,6 +191,10 @@ func (r *runner) perfCase(c perfCase, rep int) {
 	runTS := func() { r.exec(c.Label, implTS, "", rep, nil, "node", ts...) }
 	runGo := func() {
 		r.exec(c.Label, implGo, "", rep, nil, r.self, goArgs...)
+		if r.f.tether != "" && c.Label == caseSmall {
+			r.exec(c.Label, implTetherJSON, "", rep, nil, r.self, concat([]string{"tetherrun", "-tether", r.f.tether,
+				"-cli", r.fakeCLI(), "-label", c.Label}, goFake(c.Mode, c.N, c.Size))...)
+		}
 		if r.f.altBin != "" {
 			r.exec(c.Label, implGoAlt, r.f.altLabel, rep, nil, r.f.altBin, goArgs...)
 		}

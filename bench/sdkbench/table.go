@@ -11,17 +11,18 @@ import (
 	"strings"
 )
 
-var implOrder = []string{implDevnull, implCat, implSplit, implReadline, implGoRead, implGoParse, implTS, implGo, implGoAlt}
+var implOrder = []string{implDevnull, implCat, implSplit, implReadline, implGoRead, implGoParse, implTS, implGo, implGoAlt, implTetherJSON}
 
 var implDesc = map[string]string{
-	implDevnull:  "fake → /dev/null",
-	implCat:      "fake \\| cat",
-	implSplit:    "node split+JSON.parse",
-	implReadline: "node readline+JSON.parse",
-	implGoRead:   "Go ndjson.Reader, no decode",
-	implGoParse:  "Go ndjson.Reader + claudecode.Parse",
-	implTS:       "TS SDK query() (sh wrapper)",
-	implGo:       "**Go claude.Query (sh wrapper)**",
+	implDevnull:    "fake → /dev/null",
+	implCat:        "fake \\| cat",
+	implSplit:      "node split+JSON.parse",
+	implReadline:   "node readline+JSON.parse",
+	implGoRead:     "Go ndjson.Reader, no decode",
+	implGoParse:    "Go ndjson.Reader + claudecode.Parse",
+	implTS:         "TS SDK query() (sh wrapper)",
+	implGo:         "**Go claude.Query (sh wrapper)**",
+	implTetherJSON: "tether run --json (canonical events) → /dev/null",
 }
 
 // Targets from the issue.
