@@ -566,12 +566,19 @@ func TestRealCLISandboxed(t *testing.T) {
 	env := newRealEnv(t, func(c *Config) {
 		c.Sandbox = &sandbox.Policy{Hide: []string{root, homes, data}}
 	})
-	// The home's configuration, as the runner would hand it over.
-	cfg, err := testenv.OpenCodeEnv(home, env.fake.URL(), false)
+	// The provider's configuration is handed over as a home file, written
+	// into the session's (empty) home, whose HOME and XDG directories
+	// replace those of Env.
+	scratch, err := testenv.OpenCodeEnv(t.TempDir(), env.fake.URL(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Config{CLIPath: env.cfg.CLIPath, Env: cfg, Sandbox: env.cfg.Sandbox})
+	config, err := testenv.OpenCodeConfig(env.fake.URL(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Config{CLIPath: env.cfg.CLIPath, Env: scratch, Sandbox: env.cfg.Sandbox,
+		HomeFiles: map[string][]byte{testenv.OpenCodeConfigPath: config}})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -590,6 +597,9 @@ func TestRealCLISandboxed(t *testing.T) {
 	cmd := find(r.seen, agent.KindItemCompleted, agent.ItemCommand)
 	if len(cmd) != 1 || cmd[0].Item.Status != agent.ItemDone || !strings.Contains(cmd[0].Item.Command.Output, "inside") || strings.Contains(cmd[0].Item.Command.Output, "secret") {
 		t.Errorf("command %+v", cmd)
+	}
+	if st, err := os.Stat(filepath.Join(home, testenv.OpenCodeConfigPath)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("config in the home: %v, %v", st, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "probe.txt")); err != nil || string(b) != "inside\n" {
 		t.Errorf("probe.txt in the workspace: %q, %v", b, err)

@@ -98,12 +98,12 @@ func OpenCodeEnv(home, baseURL string, askPermissions bool) ([]string, error) {
 			return nil, fmt.Errorf("testenv: opencode env: %w", err)
 		}
 	}
-	config, err := json.MarshalIndent(openCodeConfigFor(api, askPermissions), "", "  ")
+	config, err := OpenCodeConfig(baseURL, askPermissions)
 	if err != nil {
-		return nil, fmt.Errorf("testenv: opencode env: %w", err)
+		return nil, err
 	}
 	path := filepath.Join(xdg["XDG_CONFIG_HOME"], "opencode", "opencode.json")
-	if err := os.WriteFile(path, append(config, '\n'), 0o600); err != nil {
+	if err := os.WriteFile(path, config, 0o600); err != nil {
 		return nil, fmt.Errorf("testenv: opencode env: %w", err)
 	}
 	env := []string{
@@ -124,6 +124,24 @@ func OpenCodeEnv(home, baseURL string, askPermissions bool) ([]string, error) {
 		env = append(env, k+"="+xdg[k])
 	}
 	return env, nil
+}
+
+// OpenCodeConfigPath is where OpenCodeEnv writes OpenCode's config,
+// relative to the home: the key of a driver's HomeFiles.
+const OpenCodeConfigPath = ".config/opencode/opencode.json"
+
+// OpenCodeConfig is the opencode.json OpenCodeEnv writes, for a driver to
+// write into a session's home itself (HomeFiles at OpenCodeConfigPath).
+func OpenCodeConfig(baseURL string, askPermissions bool) ([]byte, error) {
+	api, err := apiURL(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	config, err := json.MarshalIndent(openCodeConfigFor(api, askPermissions), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: opencode config: %w", err)
+	}
+	return append(config, '\n'), nil
 }
 
 func openCodeConfigFor(api string, askPermissions bool) openCodeConfig {
