@@ -2,6 +2,7 @@ package codex
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -206,7 +207,7 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 	s.out.add(resolvedEvent(s.m, *ap.first, nil))
 	s.mu.Unlock()
 	if err := s.rpc.answer(ctx, ap.req, codexapp.ApprovalResponse{Decision: ap.decision(r)}); err != nil {
-		return err
+		return fmt.Errorf("codex: answer approval %s: %w", ap.id, err)
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ var (
 	ErrCLINotFound = errors.New("codex: CLI not found")
 	// ErrUntestedVersion matches a *VersionError.
 	ErrUntestedVersion = errors.New("codex: untested CLI version")
+	// ErrInvalidOptions: StartRequest.Options or Fork without Resume.
+	ErrInvalidOptions = errors.New("codex: invalid start options")
 )
 
 // VersionError is a CLI whose version is not the tested one.
@@ -178,7 +180,10 @@ func (d *Driver) Version() string { return d.version }
 // Config.StartTimeout bound the start; the session lives until Close.
 func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
 	if req.Fork && req.Resume == "" {
-		return nil, errors.New("codex: fork needs the thread to fork (StartRequest.Resume)")
+		return nil, fmt.Errorf("%w: fork needs the thread to fork (StartRequest.Resume)", ErrInvalidOptions)
+	}
+	if o := strings.TrimSpace(string(req.Options)); o != "" && o != "null" && o != "{}" {
+		return nil, fmt.Errorf("%w: codex takes no agent options, got %s", ErrInvalidOptions, o)
 	}
 	if req.Home != "" {
 		if err := writeHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {

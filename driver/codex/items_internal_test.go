@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -106,5 +107,41 @@ func TestMapMalformedLines(t *testing.T) {
 	}
 	if q[4].Kind != agent.KindTurnStarted {
 		t.Errorf("after the bad lines: %+v", q[4])
+	}
+}
+
+// An approval Codex settles itself (serverRequest/resolved before any
+// answer) resolves {agent}; one still pending when its turn completes
+// resolves {turn_ended}; a later answer learns the first resolution.
+func TestMapApprovalsSettledByCodex(t *testing.T) {
+	s := &session{log: slog.New(slog.DiscardHandler), now: time.Now, out: newOutbox(1 << 20), m: newMapper(time.Now), approvals: newApprovals()}
+	for _, line := range []string{
+		`{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u","items":[],"status":"inProgress"}}}`,
+		`{"id":0,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"c1","command":"rm -rf x","startedAtMs":1}}`,
+		`{"id":1,"method":"item/fileChange/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"f1","startedAtMs":1}}`,
+		`{"method":"serverRequest/resolved","params":{"threadId":"t","requestId":0}}`,
+		`{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","items":[],"status":"completed"}}}`,
+	} {
+		s.handle([]byte(line))
+	}
+	var res []agent.Resolution
+	for _, e := range s.out.queue {
+		if err := e.Validate(); err != nil {
+			t.Error(err)
+		}
+		if e.Kind == agent.KindApprovalResolved {
+			res = append(res, *e.Resolution)
+		}
+	}
+	if len(res) != 2 || res[0].ApprovalID != "c1" || res[0].Cause != agent.CauseAgent || res[1].ApprovalID != "f1" || res[1].Cause != agent.CauseTurnEnded {
+		t.Fatalf("resolutions %+v", res)
+	}
+	_, err := s.approvals.settle("c1", agent.Resolution{Decision: agent.Allow, Cause: agent.CauseClient})
+	var already *agent.AlreadyResolvedError
+	if !errors.As(err, &already) || already.First.Cause != agent.CauseAgent {
+		t.Errorf("a late answer: %v", err)
+	}
+	if _, err := s.approvals.settle("nope", agent.Resolution{Decision: agent.Allow}); !errors.Is(err, agent.ErrUnknownApproval) {
+		t.Errorf("an unknown approval: %v", err)
 	}
 }

@@ -22,6 +22,9 @@ func TestRealCLIText(t *testing.T) {
 	if started.Session.Agent != "codex" || started.Session.NativeID == "" || started.Session.NativeID != s.NativeID() {
 		t.Fatalf("session.started %+v, native id %q", started.Session, s.NativeID())
 	}
+	if items, err := s.Messages(ctxFor(t)); err != nil || len(items) != 0 {
+		t.Errorf("Messages before the first turn = %+v, %v", items, err)
+	}
 	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "SAY hello from the fake"}); err != nil {
 		t.Fatal(err)
 	}

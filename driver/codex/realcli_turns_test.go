@@ -267,3 +267,23 @@ func TestRealCLIFork(t *testing.T) {
 func itoa(n int) string {
 	return string(rune('0'+n/100)) + string(rune('0'+n/10%10)) + string(rune('0'+n%10))
 }
+
+// Resuming a thread Codex does not know fails Start with the app-server's
+// refusal, and leaves nothing running; bad options fail before anything
+// starts.
+func TestRealCLIResumeUnknownThread(t *testing.T) {
+	r := newRig(t, fakeopenai.Options{}, nil)
+	_, err := r.drv.Start(ctxFor(t), agent.StartRequest{Workspace: r.ws, Home: r.home, Resume: "01a2017c-0000-7000-8000-000000000000"})
+	if !errors.Is(err, codex.ErrAppServer) {
+		t.Fatalf("Start = %v, want ErrAppServer", err)
+	}
+	if pids := pidsIn(r.ws); len(pids) > 0 {
+		t.Errorf("processes left: %v", pids)
+	}
+	for _, req := range []agent.StartRequest{{Fork: true}, {Options: []byte(`{"x":1}`)}} {
+		req.Workspace, req.Home = r.ws, r.home
+		if _, err := r.drv.Start(ctxFor(t), req); !errors.Is(err, codex.ErrInvalidOptions) {
+			t.Errorf("Start(%+v) = %v, want ErrInvalidOptions", req, err)
+		}
+	}
+}
