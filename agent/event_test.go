@@ -169,3 +169,32 @@ func FuzzParseEvent(f *testing.F) {
 		}
 	})
 }
+
+// AppendJSON writes what json.Marshal writes, for every kind, with and
+// without a raw payload; a raw payload with spaces is kept as it came.
+func TestAppendJSONIsMarshal(t *testing.T) {
+	for _, e := range oneOfEach() {
+		for _, raw := range []string{"", `{"type":"x","n":[1,2]}`} {
+			e.Raw = json.RawMessage(raw)
+			want, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.AppendJSON([]byte("prefix"))
+			if err != nil || string(got) != "prefix"+string(want) {
+				t.Fatalf("%s:\n got %s\nwant prefix%s", e.Kind, got, want)
+			}
+		}
+	}
+	e := oneOfEach()[0]
+	e.Raw = json.RawMessage(`{"a": 1}`)
+	got, _ := e.AppendJSON(nil)
+	var back agent.Event
+	if err := json.Unmarshal(got, &back); err != nil || string(back.Raw) != `{"a": 1}` {
+		t.Fatalf("%s → %s %v", got, back.Raw, err)
+	}
+	e.Raw = json.RawMessage(`{"a":`)
+	if err := e.Validate(); err == nil {
+		t.Fatal("a raw payload that is not JSON passed Validate")
+	}
+}

@@ -57,6 +57,9 @@ func (e *Event) Validate() error {
 	if reason := e.check(); reason != "" {
 		return bad("%s", reason)
 	}
+	if len(e.Raw) > 0 && !json.Valid(e.Raw) {
+		return bad("raw is not JSON") // AppendJSON writes it as it is
+	}
 	return nil
 }
 

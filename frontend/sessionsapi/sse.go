@@ -149,11 +149,12 @@ func resumeFrom(r *http.Request) (uint64, bool) {
 }
 
 func writeSSE(w http.ResponseWriter, id uint64, e agent.Event) error {
-	data, err := json.Marshal(e)
+	b := fmt.Appendf(nil, "id: %d\nevent: %s\ndata: ", id, e.Kind)
+	b, err := e.AppendJSON(b)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", id, e.Kind, data)
+	_, err = w.Write(append(b, "\n\n"...))
 	return err
 }
 

@@ -2,7 +2,7 @@ package sessionsapi
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -12,14 +12,6 @@ import (
 	"github.com/tetherhq/tether/agent"
 )
 
-// wsMessage is one WebSocket message of an event stream: the event and
-// its id (the seq, or the feed position), which a client passes back as
-// ?after= to resume.
-type wsMessage struct {
-	ID    uint64      `json:"id"`
-	Event agent.Event `json:"event"`
-}
-
 // isWebSocket says whether r asks to upgrade: the event streams answer
 // such a request over WebSocket instead of Server-Sent Events.
 func isWebSocket(r *http.Request) bool {
@@ -27,7 +19,8 @@ func isWebSocket(r *http.Request) bool {
 }
 
 // streamWS runs an event stream over WebSocket: one text message per
-// event, a ping every Heartbeat (a peer that stops answering is dropped),
+// event, {"id": N, "event": …} with N the seq (or the feed position) a
+// client passes back as ?after= to resume, a ping every Heartbeat (a peer that stops answering is dropped),
 // and a close with a reason when the stream fails or ends. The client
 // sends nothing; a message from it closes the stream.
 func (a *api) streamWS(w http.ResponseWriter, r *http.Request, produce func(context.Context, func(uint64, agent.Event) bool) error) {
@@ -46,10 +39,11 @@ func (a *api) streamWS(w http.ResponseWriter, r *http.Request, produce func(cont
 	}()
 	defer func() { cancel(); <-pingDone }()
 	err = produce(ctx, func(id uint64, e agent.Event) bool {
-		data, err := json.Marshal(wsMessage{ID: id, Event: e})
+		data, err := e.AppendJSON(fmt.Appendf(nil, `{"id":%d,"event":`, id))
 		if err != nil {
 			return false
 		}
+		data = append(data, '}')
 		return ws.Write(ctx, websocket.MessageText, data) == nil
 	})
 	switch {

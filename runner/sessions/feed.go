@@ -32,7 +32,7 @@ type feed struct {
 func newFeed() *feed { return &feed{appended: make(chan struct{})} }
 
 func (f *feed) append(ctx context.Context, log *eventlog.Log, e *agent.Event) error {
-	payload, err := json.Marshal(e)
+	payload, err := e.AppendJSON(nil)
 	if err != nil {
 		return err
 	}

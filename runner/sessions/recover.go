@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -78,7 +77,7 @@ func (m *Manager) endOrphan(info *Info, pending []approvals.Record) error {
 		Session: &agent.SessionInfo{Agent: info.Agent, NativeID: info.NativeID, Reason: "exited"}, Error: lost})
 	for _, e := range events {
 		e.SessionID, e.Time = info.ID, now
-		payload, err := json.Marshal(e)
+		payload, err := e.AppendJSON(nil)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 
@@ -129,7 +128,7 @@ func (s *session) save() {
 
 // append logs the event with its seq and wakes live readers.
 func (s *session) append(ctx context.Context, e *agent.Event) error {
-	payload, err := json.Marshal(e)
+	payload, err := e.AppendJSON(nil)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ type agentRun struct {
 	appr    *agentApprover
 	start   time.Time
 	lastRaw []byte // the raw payload printed last: events mapped from one line share it
+	buf     []byte // an event's JSON, reused
 }
 
 // turnOutcome is what the run learned of its turn.
@@ -154,8 +155,9 @@ func (r *agentRun) follow(ctx context.Context, sess agent.Session) turnOutcome {
 func (r *agentRun) show(ev agent.Event) {
 	switch {
 	case r.cfg.JSON:
-		b, err := json.Marshal(ev)
-		if err != nil { // an agent's raw payload that is not JSON
+		b, err := ev.AppendJSON(r.buf[:0])
+		r.buf = b
+		if err != nil {
 			r.scr.note(r.st.red("✗ " + err.Error()))
 			return
 		}

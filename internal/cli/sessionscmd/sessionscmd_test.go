@@ -11,10 +11,10 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
-	"github.com/tetherhq/tether/internal/testkit/runnertest"
 	"github.com/tetherhq/tether/internal/cli/sessionscmd"
+	"github.com/tetherhq/tether/internal/fakes/mockclaude"
 	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/runnertest"
 )
 
 func TestMain(m *testing.M) {
