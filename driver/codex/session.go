@@ -46,15 +46,15 @@ type session struct {
 	mu        sync.Mutex
 	m         *mapper
 	thread    string
-	model     string
 	turnOn    bool   // a turn was asked for and has not completed
 	turnID    string // its id, once known
 	lastTurn  string // the last turn that completed
 	timer     *time.Timer
 	approvals approvals
-	items     []agent.Item // completed items of this session, for Diff
-	ended     bool
-	closing   bool
+	// changes are this session's completed file change items, for Diff.
+	changes []agent.Item
+	ended   bool
+	closing bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -108,7 +108,7 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.thread, s.model = res.Thread.ID, res.Model
+	s.thread = res.Thread.ID
 	cwd := res.Thread.Cwd
 	if cwd == "" {
 		cwd = req.Workspace
@@ -240,11 +240,11 @@ func (s *session) turnEnded(id string) {
 	}
 }
 
-// record keeps the session's completed items; call with mu held.
+// record keeps the session's completed file changes; call with mu held.
 func (s *session) record(events []agent.Event) {
 	for _, e := range events {
-		if e.Kind == agent.KindItemCompleted {
-			s.items = append(s.items, *e.Item)
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemFileChange {
+			s.changes = append(s.changes, *e.Item)
 		}
 	}
 }
@@ -451,7 +451,7 @@ func (s *session) Diff(ctx context.Context) ([]agent.FileChange, error) {
 		}
 	}
 	s.mu.Lock()
-	for _, it := range s.items {
+	for _, it := range s.changes {
 		add(it)
 	}
 	s.mu.Unlock()
