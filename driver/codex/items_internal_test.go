@@ -145,3 +145,26 @@ func TestMapApprovalsSettledByCodex(t *testing.T) {
 		t.Errorf("an unknown approval: %v", err)
 	}
 }
+
+// Each delta notification extends its field: text for messages, reasoning
+// and plans, output for commands and file changes.
+func TestMapDeltas(t *testing.T) {
+	for method, field := range map[string]agent.Field{
+		codexapp.MethodAgentMessageDelta:     agent.FieldText,
+		codexapp.MethodReasoningSummaryDelta: agent.FieldText,
+		codexapp.MethodReasoningTextDelta:    agent.FieldText,
+		codexapp.MethodPlanDelta:             agent.FieldText,
+		codexapp.MethodCommandOutputDelta:    agent.FieldOutput,
+		codexapp.MethodFileChangeOutputDelta: agent.FieldOutput,
+	} {
+		line := `{"method":"` + method + `","params":{"threadId":"t","turnId":"u","itemId":"i","delta":"d","summaryIndex":0,"contentIndex":0}}`
+		msg, err := codexapp.Decode([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := newMapper(time.Now).notification(msg.(*codexapp.Notification))
+		if len(events) != 1 || events[0].Validate() != nil || *events[0].Delta != (agent.Delta{ItemID: "i", Field: field, Text: "d"}) {
+			t.Errorf("%s: %+v", method, events)
+		}
+	}
+}
