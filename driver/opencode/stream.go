@@ -20,6 +20,10 @@ const (
 	reconnectMax = time.Second
 )
 
+// streamIdle is how long the stream may say nothing before it is taken for
+// dead and opened again: the server sends a heartbeat every 10 s.
+const streamIdle = 35 * time.Second
+
 // eventStream is one GET /event connection.
 type eventStream struct {
 	body   io.ReadCloser
@@ -85,10 +89,14 @@ func (s *session) follow(stream *eventStream) {
 	s.finish()
 }
 
-// read maps the stream's events until it ends.
+// read maps the stream's events until it ends (or goes quiet for longer
+// than the server's heartbeat allows).
 func (s *session) read(stream *eventStream) error {
+	idle := time.AfterFunc(streamIdle, stream.cancel)
+	defer idle.Stop()
 	for {
 		ev, err := stream.events.Next()
+		idle.Stop() // a reader of Events that holds the queue full is not a dead stream
 		if err != nil && !errors.Is(err, oc.ErrSkipped) {
 			return err
 		}
@@ -102,6 +110,7 @@ func (s *session) read(stream *eventStream) error {
 		if !s.out.waitRoom(s.ctx) {
 			return s.ctx.Err()
 		}
+		idle.Reset(streamIdle)
 	}
 }
 
