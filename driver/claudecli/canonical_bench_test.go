@@ -57,6 +57,7 @@ func BenchmarkMapping(b *testing.B) {
 	b.Run("canonical", func(b *testing.B) {
 		now := func() time.Time { return time.Time{} }
 		events := 0
+		var buf []byte
 		for b.Loop() {
 			m := newCanonicalMapper("s1", now)
 			m.startTurn("bench")
@@ -66,7 +67,7 @@ func BenchmarkMapping(b *testing.B) {
 					b.Fatal(err)
 				}
 				for _, e := range m.message(msg) {
-					if _, err := json.Marshal(e); err != nil {
+					if buf, err = e.AppendJSON(buf[:0]); err != nil {
 						b.Fatal(err)
 					}
 					events++
