@@ -2,8 +2,6 @@ package opencode
 
 import (
 	"encoding/json"
-	"slices"
-	"strings"
 
 	"github.com/tetherhq/tether/agent"
 	oc "github.com/tetherhq/tether/protocol/opencode"
@@ -90,34 +88,4 @@ func applyTool(item *agent.Item, p *oc.ToolPart) {
 		}
 		item.Tool = tool
 	}
-}
-
-// permissionTitle is one line for a person: "bash: echo hello".
-func permissionTitle(r *oc.PermissionRequest) string {
-	what := strings.Join(r.Patterns, ", ")
-	var meta struct {
-		Command  string `json:"command"`
-		Filepath string `json:"filepath"`
-	}
-	_ = json.Unmarshal(r.Metadata, &meta)
-	switch {
-	case meta.Command != "":
-		what = meta.Command
-	case meta.Filepath != "":
-		what = meta.Filepath
-	}
-	if what == "" {
-		return r.Permission
-	}
-	return r.Permission + ": " + what
-}
-
-// sortByCreated orders approval ids as they were asked (then by id).
-func sortByCreated(ids []string, approvals map[string]*approvalState) {
-	slices.SortFunc(ids, func(a, b string) int {
-		if c := approvals[a].approval.Created.Compare(approvals[b].approval.Created); c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
 }
