@@ -401,6 +401,9 @@ func TestRealCLIResume(t *testing.T) {
 	if end := second.turnEnd(); end.Turn.Text != "two" {
 		t.Errorf("resumed turn %+v", end.Turn)
 	}
+	if users := find(second.seen, agent.KindItemCompleted, agent.ItemUserMessage); len(users) != 1 || users[0].Item.Text != "SAY two" {
+		t.Errorf("the resumed session's events report %d prompts: %s", len(users), kinds(second.seen))
+	}
 	items, err = second.s.Messages(ctxT(t))
 	if err != nil || len(items) != 4 || items[3].Text != "two" {
 		t.Errorf("Messages after the resumed turn: %+v, %v", items, err)

@@ -103,7 +103,7 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	// missed.
 	stream, err := s.subscribe(ctx)
 	if err == nil {
-		s.native, err = s.open(ctx, req)
+		err = s.attach(ctx, req)
 	}
 	if err != nil {
 		if stream != nil {
@@ -114,23 +114,31 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 		srv.close()
 		return nil, err
 	}
-	s.mapper = newMapper(s.native, d.now)
-	if req.Resume != "" {
-		msgs, err := s.history(ctx)
-		if err != nil {
-			stream.close()
-			s.cancel()
-			s.api.close()
-			srv.close()
-			return nil, err
-		}
-		s.mapper.seedHistory(msgs)
-	}
 	s.stream = stream
 	s.out.add(s.mapper.startSession(req.Model, req.Workspace))
 	s.wg.Add(1)
 	go s.follow(stream)
 	return s, nil
+}
+
+// attach opens the OpenCode session and sets up its mapping. A resumed or
+// forked session's past is marked as such, so that a reconciliation does
+// not report it as new.
+func (s *session) attach(ctx context.Context, req agent.StartRequest) error {
+	native, err := s.open(ctx, req)
+	if err != nil {
+		return err
+	}
+	s.native = native
+	s.mapper = newMapper(native, s.d.now)
+	if req.Resume != "" {
+		msgs, err := s.history(ctx)
+		if err != nil {
+			return err
+		}
+		s.mapper.seedHistory(msgs)
+	}
+	return nil
 }
 
 // open creates, resumes or forks the OpenCode session and returns its id.
