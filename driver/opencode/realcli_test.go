@@ -103,6 +103,16 @@ func TestRealCLITextTurn(t *testing.T) {
 		t.Errorf("last event %+v", last)
 	}
 	waitNoProcs(t, "HOME="+env.home)
+	// Offline: the model calls, and the npm registry request OpenCode
+	// makes on every start (routed to the fake, which answers 404).
+	for _, req := range env.fake.Requests() {
+		if req.Path != "/v1/chat/completions" && !strings.HasPrefix(req.Path, "/npm/") {
+			t.Errorf("unexpected request %s %s", req.Method, req.Path)
+		}
+		if strings.HasPrefix(req.Path, "/npm/") {
+			t.Logf("npm registry request: %s %s", req.Method, req.Path)
+		}
+	}
 }
 
 // toolResults is the text of every tool result the fake model was sent.
