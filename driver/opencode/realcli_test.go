@@ -190,6 +190,26 @@ func TestRealCLIShellApproved(t *testing.T) {
 	if res := toolResults(t, env); len(res) != 1 || !strings.Contains(res[0], "approved-run") {
 		t.Errorf("tool results the model got: %q", res)
 	}
+
+	// Allowed always: OpenCode keeps the request's pattern ("echo *"), so
+	// a like command later runs without asking.
+	r.prompt("USE_SHELL echo second-run")
+	req = r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow, Scope: agent.ScopeAlways}); err != nil {
+		t.Fatalf("Resolve always: %v", err)
+	}
+	r.turnEnd()
+	mark := len(r.seen)
+	r.prompt("USE_SHELL echo third-run")
+	if end := r.turnEnd(); end.Turn.Text != "tool said: third-run" {
+		t.Errorf("third turn %+v %+v", end.Turn, end.Error)
+	}
+	if asked := find(r.seen[mark:], agent.KindApprovalRequested, ""); len(asked) != 0 {
+		t.Errorf("asked again after an always: %+v", asked[0].Approval)
+	}
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: "x", Decision: agent.Allow, Scope: agent.ScopeSession}); !errors.Is(err, agent.ErrUnsupported) {
+		t.Errorf("a session scope: %v, want ErrUnsupported", err)
+	}
 }
 
 // A shell command denied: it does not run, its item is declined, and the
