@@ -156,7 +156,13 @@ func (m *mapper) toolPart(p *oc.ToolPart, raw []byte) []agent.Event {
 		}
 		return events
 	case oc.ToolCompleted:
-		return append(events, m.finish(st, agent.ItemDone, raw)...)
+		status := agent.ItemDone
+		if c := st.item.Command; c != nil && c.ExitCode == nil {
+			// bash reports a command it killed (an abort, its timeout)
+			// as completed, with no exit code.
+			status = agent.ItemFailed
+		}
+		return append(events, m.finish(st, status, raw)...)
 	case oc.ToolError:
 		status := agent.ItemFailed
 		if m.denied[p.CallID] {

@@ -303,6 +303,32 @@ func TestRealCLIInterrupt(t *testing.T) {
 	if end := r.turnEnd(); end.Turn.Text != "and on" {
 		t.Errorf("turn after %+v %+v", end.Turn, end.Error)
 	}
+
+	// An interrupt of a running command ends the command's process.
+	r.prompt("USE_SHELL sleep 4242")
+	req = r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow}); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(testenv.PIDsWithArg("4242")) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	if err := r.s.Interrupt(ctxT(t)); err != nil {
+		t.Fatalf("Interrupt: %v", err)
+	}
+	if end := r.turnEnd(); end.Turn.Status != agent.TurnInterrupted {
+		t.Errorf("turn %+v %+v", end.Turn, end.Error)
+	}
+	if cmd := find(r.seen, agent.KindItemCompleted, agent.ItemCommand); cmd[len(cmd)-1].Item.Status != agent.ItemFailed {
+		t.Errorf("interrupted command %+v", cmd[len(cmd)-1].Item)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(testenv.PIDsWithArg("4242")) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the interrupted command still runs: %v", testenv.PIDsWithArg("4242"))
+		}
+	}
 }
 
 // A provider error: the turn fails with api_error and the status.
