@@ -274,8 +274,9 @@ func TestMapReasoning(t *testing.T) {
 }
 
 // What the driver itself reports: a dead server fails the open items, the
-// turn and the pending approval; a late session.idle (an abort sends two)
-// does not end the next turn; data that is not an event is kept raw.
+// turn and the pending approval; a late session.idle does not end the next
+// turn; a command bash killed (no exit code) failed; data that is not an
+// event is kept raw.
 func TestMapDriverEvents(t *testing.T) {
 	m := newMapper("ses_x", fixedClock())
 	all := m.startTurn()
@@ -301,6 +302,13 @@ func TestMapDriverEvents(t *testing.T) {
 	late = append(late, m.handle(idle)...)
 	if len(late) != 1 || !m.running() {
 		t.Errorf("a session.idle before any work ended the turn: %s", shapes(late))
+	}
+
+	killed := &oc.ToolPart{PartBase: oc.PartBase{ID: "prt_2", SessionID: "ses_x", MessageID: "msg_2", Type: oc.PartTool}, CallID: "call_2", Tool: "bash",
+		State: oc.ToolState{Status: oc.ToolCompleted, Input: []byte(`{"command":"sleep 9"}`), Output: "User aborted the command",
+			Metadata: []byte(`{"output":"User aborted the command","exit":null}`)}}
+	if got := m.partUpdated(killed, []byte(`{}`)); len(got) != 1 || got[0].Item.Status != agent.ItemFailed || got[0].Item.Command.Output != "User aborted the command" {
+		t.Errorf("a killed command: %s", shapes(got))
 	}
 
 	bad := m.protocolError([]byte("{not json"), errors.New("cannot decode"))
