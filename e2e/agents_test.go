@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakeopenai"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/runner/sessions"
 	"github.com/tetherhq/tether/server"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/internal/cli/console"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // What `tether run --approve=deny` denies, with the real CLI: only the calls

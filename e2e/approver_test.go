@@ -11,7 +11,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/cli/console"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 	"github.com/tetherhq/tether/runner/sandbox"
 )

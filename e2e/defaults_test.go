@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/runner/auth"
 )
 

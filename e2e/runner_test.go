@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/runner/sandbox"
 	"github.com/tetherhq/tether/server"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/cli/console"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // A CLI that exits during initialize says why: the exit status and its

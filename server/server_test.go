@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/internal/fakes/mockclaude"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/server"
 )

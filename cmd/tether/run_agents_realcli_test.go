@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakeopenai"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // tether run --agent codex and --agent opencode on this machine, each with

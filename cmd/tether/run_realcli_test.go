@@ -6,7 +6,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // realClaude starts the fake Anthropic API and returns the real CLI and

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakeopenai"
+	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
 )
 
 func isFileChange(e agent.Event) bool {

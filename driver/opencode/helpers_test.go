@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakeopenai"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // realEnv is the real CLI against a fake OpenAI API, offline: a home with

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 	oc "github.com/tetherhq/tether/protocol/opencode"
 	"github.com/tetherhq/tether/runner/sandbox"
 )

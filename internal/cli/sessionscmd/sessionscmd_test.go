@@ -13,7 +13,7 @@ import (
 	"github.com/tetherhq/tether/client"
 	"github.com/tetherhq/tether/internal/cli/sessionscmd"
 	"github.com/tetherhq/tether/internal/fakes/mockclaude"
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/internal/testkit/runnertest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // cliLine is one stream-json line the CLI prints; only the fields the

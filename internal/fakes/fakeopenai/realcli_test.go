@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // cliTimeout bounds one real CLI run. Codex takes about 1 s; OpenCode needs

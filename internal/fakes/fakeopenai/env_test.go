@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testenv"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // envMap reads an environment list; a variable set twice is an error.
