@@ -25,7 +25,7 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 	e := s.mapper.approvalRequested(id, &cc.CanUseToolRequest{ToolName: req.ToolName, Input: req.Input,
 		ToolUseID: req.ToolUseID, Title: req.Title}, nil)
 	e.Approval.Scopes = []agent.Scope{agent.ScopeOnce, agent.ScopeSession}
-	s.out.add(e)
+	s.out.Add(e)
 	s.mu.Unlock()
 	var r agent.Resolution
 	select {
@@ -35,7 +35,7 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 		r = <-p.answer // ours, or an answer that came first
 	}
 	s.mu.Lock()
-	s.out.add(s.mapper.approvalResolved(p.toolUseID, withID(r, id)))
+	s.out.Add(s.mapper.approvalResolved(p.toolUseID, withID(r, id)))
 	s.mu.Unlock()
 	if r.Decision != agent.Allow {
 		return claude.Deny{Message: r.Reason}, nil

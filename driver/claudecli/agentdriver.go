@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver/internal/outbox"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 )
 
@@ -57,7 +58,7 @@ func newCanonicalSession(now func() time.Time, rewrite *bashRewriter) *canonical
 	if now == nil {
 		now = time.Now
 	}
-	return &canonicalSession{out: newOutbox(64), pending: map[string]*pendingApproval{}, now: now, rewrite: rewrite}
+	return &canonicalSession{out: outbox.New(64), pending: map[string]*pendingApproval{}, now: now, rewrite: rewrite}
 }
 
 // prepare sets what the session needs of the SDK: partial messages for
@@ -79,7 +80,7 @@ func (s *canonicalSession) connect(ctx context.Context, opts claude.Options) err
 	if opts.Runner != nil {
 		cwd = "" // a directory on the runner, which the runner's own events name
 	}
-	s.out.add(s.mapper.startSession(client.SessionID(), opts.Model, cwd))
+	s.out.Add(s.mapper.startSession(client.SessionID(), opts.Model, cwd))
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.read()
@@ -106,7 +107,7 @@ type canonicalSession struct {
 	items   []agent.Item
 	ended   bool
 
-	out       *outbox
+	out       *outbox.Outbox
 	closeOnce sync.Once
 }
 
@@ -121,7 +122,7 @@ func (s *canonicalSession) NativeID() string { return s.client.SessionID() }
 // read maps every message until the CLI's output ends.
 func (s *canonicalSession) read() {
 	defer s.wg.Done()
-	defer s.out.close()
+	defer s.out.Close()
 	var failure error
 	for msg, err := range s.client.Messages(s.ctx) {
 		if err != nil {
@@ -135,9 +136,9 @@ func (s *canonicalSession) read() {
 			s.turn = false
 		}
 		s.record(events)
-		s.out.add(events...)
+		s.out.Add(events...)
 		s.mu.Unlock()
-		if !s.out.waitRoom(s.ctx) {
+		if s.out.WaitRoom(s.ctx) != nil {
 			break
 		}
 	}
@@ -173,14 +174,14 @@ func (s *canonicalSession) end(failure error) {
 	if info.Reason == "exited" {
 		e.Error = why
 	}
-	s.out.add(append(events, e)...)
+	s.out.Add(append(events, e)...)
 	s.mu.Unlock()
 }
 
 // Events yields the session's events in order, and stops after
 // session.ended.
 func (s *canonicalSession) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
-	return s.out.events(ctx)
+	return s.out.Events(ctx)
 }
 
 func (s *canonicalSession) Prompt(ctx context.Context, p agent.Prompt) error {
@@ -196,7 +197,7 @@ func (s *canonicalSession) Prompt(ctx context.Context, p agent.Prompt) error {
 	s.turn = true
 	events := s.mapper.startTurn(p.Text)
 	s.record(events)
-	s.out.add(events...) // before the CLI can answer the prompt
+	s.out.Add(events...) // before the CLI can answer the prompt
 	s.mu.Unlock()
 	if err := s.client.Query(ctx, p.Text); err != nil {
 		return fmt.Errorf("claudecli: prompt: %w", err)

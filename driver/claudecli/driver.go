@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver/internal/agentproc"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/sandbox"
 	"github.com/tetherhq/tether/transport"
@@ -184,7 +182,7 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 	// allowed variables plus what the SDK sets (entrypoint, SDK version).
 	policy := &sandbox.Policy{
 		Workspace: spec.Workspace, Dir: opts.Cwd, Home: spec.Home, Hide: d.cfg.Sandbox.Hide,
-		ReadOnly: cliDirs(d.cliPath), Env: envMap(cmd.Env), Network: true,
+		ReadOnly: agentproc.CLIDirs(d.cliPath), Env: agentproc.EnvMap(cmd.Env), Network: true,
 	}
 	path, wrapped, env, err := policy.Wrap(d.cliPath, args)
 	if err != nil {
@@ -192,39 +190,4 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 	}
 	cmd.Path, cmd.Args, cmd.Env = path, wrapped, env
 	return cmd, policy, nil
-}
-
-func envMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-// cliDirs are the directories the CLI needs inside the sandbox, which
-// mounts its own /tmp and hides the runner's directories: the whole npm
-// tree it came from (its launcher link and the package behind it), or its
-// own directory.
-func cliDirs(cli string) []string {
-	var dirs []string
-	paths := []string{cli}
-	if real, err := filepath.EvalSymlinks(cli); err == nil && real != cli {
-		paths = append(paths, real)
-	}
-	for _, p := range paths {
-		dir := filepath.Dir(p)
-		for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-			if filepath.Base(d) == "node_modules" {
-				dir = d
-				break
-			}
-		}
-		if !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
-		}
-	}
-	return dirs
 }

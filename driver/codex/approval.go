@@ -169,7 +169,7 @@ func (s *session) serverRequest(req *codexapp.Request, decodeErr error) {
 	switch req.Payload.(type) {
 	case *codexapp.CommandApprovalParams, *codexapp.FileChangeApprovalParams:
 		s.mu.Lock()
-		s.out.add(s.approvals.request(req, s.m, s.now()))
+		s.out.Add(s.approvals.request(req, s.m, s.now()))
 		s.mu.Unlock()
 		return
 	}
@@ -204,7 +204,7 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 		s.mu.Unlock()
 		return err
 	}
-	s.out.add(resolvedEvent(s.m, *ap.first, nil))
+	s.out.Add(resolvedEvent(s.m, *ap.first, nil))
 	s.mu.Unlock()
 	if err := s.rpc.answer(ctx, ap.req, codexapp.ApprovalResponse{Decision: ap.decision(r)}); err != nil {
 		return fmt.Errorf("codex: answer approval %s: %w", ap.id, err)

@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/agentproc"
 	"github.com/tetherhq/tether/runner/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
@@ -109,7 +109,7 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCLINotFound, name, err)
 	}
-	version, err := cliVersion(path, cfg.Env)
+	version, err := agentproc.Version(path, cfg.Env, versionTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s --version: %w", ErrCLINotFound, path, err)
 	}
@@ -137,7 +137,7 @@ func lookPath(name string, env []string) (string, error) {
 		}
 		return filepath.Abs(p)
 	}
-	if path, ok := envValue(env, "PATH"); ok {
+	if path, ok := agentproc.LookupEnv(env, "PATH"); ok {
 		for _, dir := range filepath.SplitList(path) {
 			p := filepath.Join(dir, name)
 			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
@@ -147,19 +147,6 @@ func lookPath(name string, env []string) (string, error) {
 		return "", exec.ErrNotFound
 	}
 	return exec.LookPath(name)
-}
-
-// cliVersion runs `codex --version` with env.
-func cliVersion(path string, env []string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // Name is "codex".
@@ -186,8 +173,8 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 		return nil, fmt.Errorf("%w: codex takes no agent options, got %s", ErrInvalidOptions, o)
 	}
 	if req.Home != "" {
-		if err := writeHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {
-			return nil, err
+		if err := agentproc.WriteHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {
+			return nil, fmt.Errorf("codex: %w", err)
 		}
 	}
 	env, err := d.environ(req.Home)
@@ -215,8 +202,8 @@ func (d *Driver) command(req agent.StartRequest, env []string) (*transport.Comma
 	}
 	policy := *d.cfg.Sandbox
 	policy.Workspace, policy.Home, policy.Network = req.Workspace, req.Home, true
-	policy.Env = envMap(env)
-	policy.ReadOnly = append(append([]string(nil), policy.ReadOnly...), cliDirs(d.cliPath)...)
+	policy.Env = agentproc.EnvMap(env)
+	policy.ReadOnly = append(append([]string(nil), policy.ReadOnly...), agentproc.CLIDirs(d.cliPath)...)
 	path, wrapped, wenv, err := policy.Wrap(d.cliPath, args)
 	if err != nil {
 		return nil, fmt.Errorf("codex: sandbox: %w", err)
@@ -242,9 +229,9 @@ func (d *Driver) environ(home string) ([]string, error) {
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		return nil, fmt.Errorf("codex: home: %w", err)
 	}
-	env = setEnv(env, "HOME", home)
-	env = setEnv(env, "CODEX_HOME", codexHome)
-	tmp, ok := envValue(env, "TMPDIR")
+	env = agentproc.SetEnv(env, "HOME", home)
+	env = agentproc.SetEnv(env, "CODEX_HOME", codexHome)
+	tmp, ok := agentproc.LookupEnv(env, "TMPDIR")
 	if !ok || tmp == "" {
 		tmp = os.TempDir()
 	}
@@ -256,7 +243,7 @@ func (d *Driver) environ(home string) ([]string, error) {
 		if err := os.MkdirAll(own, 0o700); err != nil {
 			return nil, fmt.Errorf("codex: home: %w", err)
 		}
-		env = setEnv(env, "TMPDIR", own)
+		env = agentproc.SetEnv(env, "TMPDIR", own)
 	}
 	return env, nil
 }
@@ -264,79 +251,4 @@ func (d *Driver) environ(home string) ([]string, error) {
 func within(path, dir string) bool {
 	dir = filepath.Clean(dir)
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
-}
-
-// writeHomeFiles writes files under home (mode 0600, parents 0700); a path
-// that would leave home is refused.
-func writeHomeFiles(home string, files map[string][]byte) error {
-	for rel, data := range files {
-		clean := filepath.Clean(rel)
-		if filepath.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-			return fmt.Errorf("codex: home file %q is not a path inside the home", rel)
-		}
-		p := filepath.Join(home, clean)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return fmt.Errorf("codex: home file %s: %w", rel, err)
-		}
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			return fmt.Errorf("codex: home file %s: %w", rel, err)
-		}
-		if err := os.Chmod(p, 0o600); err != nil { // WriteFile keeps an existing file's mode
-			return fmt.Errorf("codex: home file %s: %w", rel, err)
-		}
-	}
-	return nil
-}
-
-func envValue(env []string, key string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// setEnv sets key in env, replacing every earlier value.
-func setEnv(env []string, key, value string) []string {
-	out := env[:0]
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k != key {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
-}
-
-func envMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-// cliDirs are the directories the CLI needs to see inside the sandbox: the
-// npm tree its launcher comes from (node_modules), or its own directory.
-func cliDirs(cli string) []string {
-	var dirs []string
-	paths := []string{cli}
-	if real, err := filepath.EvalSymlinks(cli); err == nil && real != cli {
-		paths = append(paths, real)
-	}
-	for _, p := range paths {
-		dir := filepath.Dir(p)
-		for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-			if filepath.Base(d) == "node_modules" {
-				dir = d
-				break
-			}
-		}
-		if !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
-		}
-	}
-	return dirs
 }

@@ -1,6 +1,8 @@
 package codex
 
 import (
+	"github.com/tetherhq/tether/driver/internal/agentproc"
+
 	"path/filepath"
 	"slices"
 	"testing"
@@ -24,7 +26,7 @@ func TestEnviron(t *testing.T) {
 	}
 	want := map[string]string{"HOME": home, "CODEX_HOME": filepath.Join(home, ".codex"), "TMPDIR": filepath.Join(home, ".tmp"),
 		"PATH": "/bin", "OPENAI_API_KEY": "k"}
-	got := envMap(env)
+	got := agentproc.EnvMap(env)
 	if len(env) != len(want) {
 		t.Errorf("env %q", env)
 	}
@@ -39,7 +41,7 @@ func TestEnviron(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := envValue(env, "TMPDIR"); v != filepath.Join(outside, "t") {
+	if v, _ := agentproc.LookupEnv(env, "TMPDIR"); v != filepath.Join(outside, "t") {
 		t.Errorf("a TMPDIR that does not hold the home was changed to %q", v)
 	}
 }

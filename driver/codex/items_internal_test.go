@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/outbox"
 	"github.com/tetherhq/tether/protocol/codexapp"
 )
 
@@ -80,7 +81,7 @@ func TestMapPlanUpdate(t *testing.T) {
 // as Raw; the session reads on, and a server request it cannot read is
 // still answered (the answer fails here: no process).
 func TestMapMalformedLines(t *testing.T) {
-	s := &session{log: slog.New(slog.DiscardHandler), now: time.Now, out: newOutbox(1 << 20), m: newMapper(time.Now), approvals: newApprovals()}
+	s := &session{log: slog.New(slog.DiscardHandler), now: time.Now, out: outbox.New(1 << 20), m: newMapper(time.Now), approvals: newApprovals()}
 	for _, line := range []string{
 		`not json`,
 		`[1,2]`,
@@ -90,7 +91,7 @@ func TestMapMalformedLines(t *testing.T) {
 		s.handle([]byte(line))
 	}
 	s.handle([]byte(`{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u","items":[],"status":"inProgress"}}}`))
-	q := s.out.queue
+	q := s.out.Queued()
 	if len(q) != 5 {
 		t.Fatalf("%d events: %+v", len(q), q)
 	}
@@ -114,7 +115,7 @@ func TestMapMalformedLines(t *testing.T) {
 // answer) resolves {agent}; one still pending when its turn completes
 // resolves {turn_ended}; a later answer learns the first resolution.
 func TestMapApprovalsSettledByCodex(t *testing.T) {
-	s := &session{log: slog.New(slog.DiscardHandler), now: time.Now, out: newOutbox(1 << 20), m: newMapper(time.Now), approvals: newApprovals()}
+	s := &session{log: slog.New(slog.DiscardHandler), now: time.Now, out: outbox.New(1 << 20), m: newMapper(time.Now), approvals: newApprovals()}
 	for _, line := range []string{
 		`{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u","items":[],"status":"inProgress"}}}`,
 		`{"id":0,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"c1","command":"rm -rf x","startedAtMs":1}}`,
@@ -125,7 +126,7 @@ func TestMapApprovalsSettledByCodex(t *testing.T) {
 		s.handle([]byte(line))
 	}
 	var res []agent.Resolution
-	for _, e := range s.out.queue {
+	for _, e := range s.out.Queued() {
 		if err := e.Validate(); err != nil {
 			t.Error(err)
 		}

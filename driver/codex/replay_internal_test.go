@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/outbox"
 	"github.com/tetherhq/tether/protocol/codexapp"
 )
 
@@ -35,7 +36,7 @@ func replay(t *testing.T, name string) []agent.Event {
 	}
 	defer f.Close()
 	s := &session{log: slog.New(slog.DiscardHandler), now: func() time.Time { return replayTime },
-		out: newOutbox(1 << 20), m: newMapper(func() time.Time { return replayTime }), approvals: newApprovals()}
+		out: outbox.New(1 << 20), m: newMapper(func() time.Time { return replayTime }), approvals: newApprovals()}
 	sent := map[string]string{} // request id → method, of the client's requests
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
@@ -57,7 +58,7 @@ func replay(t *testing.T, name string) []agent.Event {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	events := s.out.queue
+	events := s.out.Queued()
 	for i, e := range events {
 		if err := e.Validate(); err != nil {
 			t.Errorf("event %d: %v: %+v", i, err, e)
@@ -83,7 +84,7 @@ func (s *session) replayServer(t *testing.T, line []byte, sent map[string]string
 			t.Fatal(err)
 		}
 		s.thread = r.Thread.ID
-		s.out.add(s.m.startSession(r.Thread.ID, r.Model, r.Thread.Cwd, nil))
+		s.out.Add(s.m.startSession(r.Thread.ID, r.Model, r.Thread.Cwd, nil))
 	}
 }
 
@@ -102,7 +103,7 @@ func (s *session) replayClient(t *testing.T, line []byte, sent map[string]string
 	case m.Method != "":
 		sent[string(m.ID)] = m.Method
 		if m.Method == codexapp.MethodTurnInterrupt {
-			s.out.add(s.approvals.clear(agent.CauseInterrupted, s.m, s.now())...)
+			s.out.Add(s.approvals.clear(agent.CauseInterrupted, s.m, s.now())...)
 		}
 	case m.Result != nil:
 		var id codexapp.ID
@@ -120,7 +121,7 @@ func (s *session) replayClient(t *testing.T, line []byte, sent map[string]string
 		if _, err := s.approvals.settle(ap.id, r); err != nil {
 			t.Fatal(err)
 		}
-		s.out.add(resolvedEvent(s.m, *ap.first, nil))
+		s.out.Add(resolvedEvent(s.m, *ap.first, nil))
 	}
 }
 

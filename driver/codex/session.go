@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/outbox"
 	"github.com/tetherhq/tether/protocol/codexapp"
 	"github.com/tetherhq/tether/protocol/ndjson"
 	"github.com/tetherhq/tether/transport"
@@ -39,7 +40,7 @@ type session struct {
 	ctx    context.Context // the reader's life
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	out    *outbox
+	out    *outbox.Outbox
 	// limit wakes the watchdog that interrupts a turn past the timeout.
 	limit chan string
 
@@ -67,7 +68,7 @@ func start(ctx context.Context, d *Driver, cmd *transport.Command, req agent.Sta
 		return nil, fmt.Errorf("codex: start app-server: %w", err)
 	}
 	s := &session{d: d, conn: conn, rpc: newRPC(conn), log: d.cfg.Logger, now: d.cfg.Now,
-		out: newOutbox(outboxHighWater), limit: make(chan string, 1), m: newMapper(d.cfg.Now),
+		out: outbox.New(outboxHighWater), limit: make(chan string, 1), m: newMapper(d.cfg.Now),
 		approvals: newApprovals()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(2)
@@ -113,7 +114,7 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 	if cwd == "" {
 		cwd = req.Workspace
 	}
-	s.out.add(s.m.startSession(res.Thread.ID, res.Model, cwd, nil))
+	s.out.Add(s.m.startSession(res.Thread.ID, res.Model, cwd, nil))
 	return nil
 }
 
@@ -134,7 +135,7 @@ func (s *session) NativeID() string {
 // read handles every line of the app-server until its output ends.
 func (s *session) read() {
 	defer s.wg.Done()
-	defer s.out.close()
+	defer s.out.Close()
 	var failure error
 	for {
 		line, err := s.conn.Read(s.ctx)
@@ -147,7 +148,7 @@ func (s *session) read() {
 			break
 		}
 		s.handle(line)
-		if !s.out.waitRoom(s.ctx) {
+		if s.out.WaitRoom(s.ctx) != nil {
 			break
 		}
 	}
@@ -182,7 +183,7 @@ func (s *session) protocolError(line []byte, err error) {
 	defer s.mu.Unlock()
 	e := s.m.event(agent.KindError, rawOf(line))
 	e.Error = &agent.Error{Code: agent.ErrorProtocol, Message: err.Error()}
-	s.out.add(e)
+	s.out.Add(e)
 }
 
 // rawOf is line as a JSON value: itself when it is JSON, else a string.
@@ -223,7 +224,7 @@ func (s *session) notification(n *codexapp.Notification) {
 	}
 	events = append(events, s.m.notification(n)...)
 	s.record(events)
-	s.out.add(events...)
+	s.out.Add(events...)
 }
 
 // withdrawn is the resolution of an approval Codex settled itself.
@@ -276,13 +277,13 @@ func (s *session) end(failure error) {
 	events = append(events, s.m.abort(turnWhy)...)
 	e := s.m.event(agent.KindSessionEnded, nil)
 	e.TurnID, e.Session, e.Error = "", info, why
-	s.out.add(append(events, e)...)
+	s.out.Add(append(events, e)...)
 }
 
 // Events yields the session's events in order, and stops after
 // session.ended.
 func (s *session) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
-	return s.out.events(ctx)
+	return s.out.Events(ctx)
 }
 
 // Prompt starts a turn.
@@ -377,7 +378,7 @@ func (s *session) Interrupt(ctx context.Context) error {
 	s.mu.Lock()
 	thread, turn, ended := s.thread, s.turnID, s.ended
 	if turn != "" {
-		s.out.add(s.approvals.clear(agent.CauseInterrupted, s.m, s.now())...)
+		s.out.Add(s.approvals.clear(agent.CauseInterrupted, s.m, s.now())...)
 	}
 	s.mu.Unlock()
 	switch {
@@ -463,7 +464,7 @@ func (s *session) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closing = true
-		s.out.add(s.approvals.clear(agent.CauseTurnEnded, s.m, s.now())...)
+		s.out.Add(s.approvals.clear(agent.CauseTurnEnded, s.m, s.now())...)
 		s.mu.Unlock()
 		err := s.conn.Close()
 		var exit *transport.ExitError

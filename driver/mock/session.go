@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/outbox"
 )
 
 // Why a turn's context ended.
@@ -23,7 +24,7 @@ type session struct {
 	d         *Driver
 	conv      *conversation
 	workspace string
-	out       *outbox
+	out       *outbox.Outbox
 	ctx       context.Context // ends at Close, and with it any turn
 	cancel    context.CancelCauseFunc
 	wg        sync.WaitGroup // the running turn
@@ -39,7 +40,7 @@ type session struct {
 
 func newSession(d *Driver, conv *conversation, workspace string) *session {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &session{d: d, conv: conv, workspace: workspace, out: newOutbox(d.cfg.Outbox), ctx: ctx, cancel: cancel,
+	return &session{d: d, conv: conv, workspace: workspace, out: outbox.New(d.cfg.Outbox), ctx: ctx, cancel: cancel,
 		pending: map[string]*pendingApproval{}, sessionAllowed: map[string]bool{}}
 }
 
@@ -87,7 +88,7 @@ func (s *session) emitLocked(events ...agent.Event) {
 			s.conv.items = append(s.conv.items, *events[i].Item)
 		}
 	}
-	s.out.add(events...)
+	s.out.Add(events...)
 }
 
 func (s *session) emitNow(events ...agent.Event) {
@@ -97,7 +98,7 @@ func (s *session) emitNow(events ...agent.Event) {
 }
 
 func (s *session) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
-	return s.out.events(ctx)
+	return s.out.Events(ctx)
 }
 
 // Prompt starts a turn: turn.started and the user_message are queued
@@ -182,7 +183,7 @@ func (s *session) Close() error {
 			e.Session = &agent.SessionInfo{Agent: "mock", NativeID: s.conv.nativeID, Reason: "closed"}
 		}))
 		s.mu.Unlock()
-		s.out.close()
+		s.out.Close()
 		s.d.release(s.conv)
 	})
 	return nil

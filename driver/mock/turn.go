@@ -76,7 +76,7 @@ func (t *turnRun) emit(events ...agent.Event) error {
 		return err
 	}
 	t.s.emitNow(events...)
-	if err := t.s.out.waitRoom(t.ctx); err != nil {
+	if err := t.s.out.WaitRoom(t.ctx); err != nil {
 		return err
 	}
 	return t.pace()

@@ -50,7 +50,7 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 		}
 		return fmt.Errorf("opencode: resolve %s: %w", r.ApprovalID, err)
 	}
-	s.out.add(s.mapper.resolved(r, nil)...)
+	s.out.Add(s.mapper.resolved(r, nil)...)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/agentproc"
 	"github.com/tetherhq/tether/runner/sandbox"
 )
 
@@ -122,9 +122,12 @@ func New(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("opencode: sandbox: %w", err)
 		}
 	}
-	version, err := cliVersion(cli, cfg.Env)
+	version, err := agentproc.Version(cli, cfg.Env, versionTimeout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("opencode: %w", err)
+	}
+	if fields := strings.Fields(version); len(fields) > 0 {
+		version = fields[len(fields)-1] // "opencode 1.18.33" or "1.18.33"
 	}
 	d.version = version
 	if version != TestedVersion {
@@ -152,24 +155,6 @@ func findCLI(path string) (string, error) {
 		return "", fmt.Errorf("%w: %s is not an executable file", ErrCLINotFound, path)
 	}
 	return path, nil
-}
-
-// cliVersion runs `opencode --version`.
-func cliVersion(cli string, env []string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cli, "--version")
-	cmd.Env = env
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("opencode: %s --version: %w", cli, err)
-	}
-	fields := strings.Fields(string(out))
-	if len(fields) == 0 {
-		return "", fmt.Errorf("opencode: %s --version printed nothing", cli)
-	}
-	return fields[len(fields)-1], nil
 }
 
 // Name is "opencode".

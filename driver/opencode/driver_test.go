@@ -1,6 +1,8 @@
 package opencode
 
 import (
+	"github.com/tetherhq/tether/driver/internal/agentproc"
+
 	"context"
 	"errors"
 	"os"
@@ -110,7 +112,7 @@ func TestServerEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := envMap(env)
+	m := agentproc.EnvMap(env)
 	want := map[string]string{"HOME": "/h", "KEEP": "1", "OPENCODE_SERVER_PASSWORD": "pw", "OPENCODE_SERVER_USERNAME": "opencode",
 		"XDG_CONFIG_HOME": "/h/.config", "XDG_DATA_HOME": "/h/.local/share", "OPENCODE_PERMISSION": `{"bash":"ask","edit":"ask","webfetch":"deny"}`}
 	for k, v := range want {
@@ -122,32 +124,10 @@ func TestServerEnv(t *testing.T) {
 		t.Errorf("duplicate variables in %q", env)
 	}
 	env, _ = d.env("", "pw")
-	if envMap(env)["HOME"] != "/elsewhere" || envMap(env)["XDG_CONFIG_HOME"] != "" {
+	if agentproc.EnvMap(env)["HOME"] != "/elsewhere" || agentproc.EnvMap(env)["XDG_CONFIG_HOME"] != "" {
 		t.Errorf("no home overrode the environment: %q", env)
 	}
 	if _, err := (&Driver{cfg: Config{Env: []string{"OPENCODE_PERMISSION=[1]"}}}).env("", "pw"); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("bad OPENCODE_PERMISSION: %v", err)
-	}
-}
-
-func TestWriteHomeFiles(t *testing.T) {
-	home := t.TempDir()
-	if err := writeHomeFiles(home, map[string][]byte{".config/opencode/opencode.json": []byte("{}")}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(filepath.Join(home, ".config/opencode/opencode.json"))
-	if err != nil || st.Mode().Perm() != 0o600 {
-		t.Fatalf("file: %v %v", st, err)
-	}
-	if dir, _ := os.Stat(filepath.Join(home, ".config/opencode")); dir.Mode().Perm() != 0o700 {
-		t.Errorf("dir mode %v", dir.Mode())
-	}
-	for _, bad := range []string{"../x", "/etc/x", "."} {
-		if err := writeHomeFiles(home, map[string][]byte{bad: nil}); !errors.Is(err, ErrInvalidRequest) {
-			t.Errorf("%q: %v", bad, err)
-		}
-	}
-	if err := writeHomeFiles("", map[string][]byte{"../x": nil}); err != nil {
-		t.Errorf("no home: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/agentproc"
 	"github.com/tetherhq/tether/protocol/ndjson"
 	"github.com/tetherhq/tether/transport"
 )
@@ -58,8 +59,13 @@ type server struct {
 // launch starts `opencode serve` for one session and waits until it
 // answers its health check. On failure nothing is left running.
 func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, error) {
-	if err := writeHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {
-		return nil, err
+	if req.Home != "" {
+		if err := agentproc.WriteHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {
+			if errors.Is(err, agentproc.ErrHomeFile) {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+			}
+			return nil, fmt.Errorf("opencode: %w", err)
+		}
 	}
 	password, err := randomPassword()
 	if err != nil {
@@ -73,7 +79,7 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, e
 	if d.cfg.Sandbox != nil {
 		policy := *d.cfg.Sandbox
 		policy.Workspace, policy.Home, policy.Network = req.Workspace, req.Home, true
-		policy.Env = envMap(env)
+		policy.Env = agentproc.EnvMap(env)
 		path, args, env, err = policy.Wrap(path, args)
 		if err != nil {
 			return nil, fmt.Errorf("opencode: sandbox: %w", err)
@@ -177,7 +183,7 @@ func (d *Driver) env(home, password string) ([]string, error) {
 		"OPENCODE_SERVER_PASSWORD": password,
 		"OPENCODE_SERVER_USERNAME": serverUser,
 	}
-	perm, err := mergePermission(lookupEnv(base, "OPENCODE_PERMISSION"))
+	perm, err := mergePermission(envOr(base, "OPENCODE_PERMISSION"))
 	if err != nil {
 		return nil, err
 	}
@@ -217,25 +223,6 @@ func mergePermission(current string) (string, error) {
 	return string(b), err
 }
 
-func lookupEnv(env []string, key string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
-}
-
-func envMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range maps.Keys(m) {
@@ -245,34 +232,16 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// writeHomeFiles writes files under home at their relative paths.
-func writeHomeFiles(home string, files map[string][]byte) error {
-	if home == "" {
-		return nil
-	}
-	for rel, data := range files {
-		clean := filepath.Clean(rel)
-		if filepath.IsAbs(clean) || clean == "." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) || clean == ".." {
-			return fmt.Errorf("%w: home file %q is not a path inside the home", ErrInvalidRequest, rel)
-		}
-		path := filepath.Join(home, clean)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return fmt.Errorf("opencode: home file: %w", err)
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return fmt.Errorf("opencode: home file: %w", err)
-		}
-		if err := os.Chmod(path, 0o600); err != nil { // WriteFile keeps an existing file's mode
-			return fmt.Errorf("opencode: home file: %w", err)
-		}
-	}
-	return nil
-}
-
 func randomPassword() (string, error) {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("opencode: password: %w", err)
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// envOr is key's value in env, or "".
+func envOr(env []string, key string) string {
+	v, _ := agentproc.LookupEnv(env, key)
+	return v
 }

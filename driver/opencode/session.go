@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/outbox"
 	oc "github.com/tetherhq/tether/protocol/opencode"
 )
 
@@ -72,7 +73,7 @@ type session struct {
 	// stream is the event stream being read, for tests that cut it.
 	stream *eventStream
 
-	out       *outbox
+	out       *outbox.Outbox
 	closeOnce sync.Once
 }
 
@@ -97,7 +98,7 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if err != nil {
 		return nil, err
 	}
-	s := &session{d: d, srv: srv, api: newClient(srv.url, srv.password), model: model, opts: opts, out: newOutbox(64), children: map[string]bool{}}
+	s := &session{d: d, srv: srv, api: newClient(srv.url, srv.password), model: model, opts: opts, out: outbox.New(64), children: map[string]bool{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Subscribe before the session exists, so that nothing it says is
 	// missed.
@@ -115,7 +116,7 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 		return nil, err
 	}
 	s.stream = stream
-	s.out.add(s.mapper.startSession(req.Model, req.Workspace))
+	s.out.Add(s.mapper.startSession(req.Model, req.Workspace))
 	s.wg.Add(1)
 	go s.follow(stream)
 	return s, nil
@@ -175,7 +176,7 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) (string, err
 func (s *session) NativeID() string { return s.native }
 
 func (s *session) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
-	return s.out.events(ctx)
+	return s.out.Events(ctx)
 }
 
 // Prompt starts a turn: the turn starts at once, and the prompt goes to
@@ -190,7 +191,7 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 		s.mu.Unlock()
 		return agent.ErrTurnInProgress
 	}
-	s.out.add(s.mapper.startTurn()...)
+	s.out.Add(s.mapper.startTurn()...)
 	turn := s.mapper.turn
 	if limit := s.d.cfg.TurnTimeout; limit > 0 {
 		s.timer = time.AfterFunc(limit, func() { s.turnTimedOut(turn) })
@@ -205,7 +206,7 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	if err != nil {
 		s.mu.Lock()
 		if s.mapper.turn == turn { // it never ran
-			s.out.add(s.mapper.abort(&agent.Error{Code: agent.ErrorAgent, Message: "the prompt was not accepted: " + err.Error()})...)
+			s.out.Add(s.mapper.abort(&agent.Error{Code: agent.ErrorAgent, Message: "the prompt was not accepted: " + err.Error()})...)
 			s.stopTimerLocked()
 		}
 		s.mu.Unlock()
@@ -230,7 +231,7 @@ func (s *session) Interrupt(ctx context.Context) error {
 		return agent.ErrNoTurn
 	}
 	s.mapper.interrupted = true
-	s.out.add(s.mapper.clearApprovals(agent.CauseInterrupted, "the turn was interrupted")...)
+	s.out.Add(s.mapper.clearApprovals(agent.CauseInterrupted, "the turn was interrupted")...)
 	s.mu.Unlock()
 	return s.abort(ctx)
 }
@@ -255,7 +256,7 @@ func (s *session) turnTimedOut(turn string) {
 		return
 	}
 	s.mapper.limited = true
-	s.out.add(s.mapper.clearApprovals(agent.CauseInterrupted, "the turn timed out")...)
+	s.out.Add(s.mapper.clearApprovals(agent.CauseInterrupted, "the turn timed out")...)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
 	defer cancel()

@@ -73,7 +73,7 @@ func (s *session) subscribe(ctx context.Context) (*eventStream, error) {
 // it drops while the server lives; then it reports the session's end.
 func (s *session) follow(stream *eventStream) {
 	defer s.wg.Done()
-	defer s.out.close()
+	defer s.out.Close()
 	for stream != nil {
 		err := s.read(stream)
 		stream.close()
@@ -102,12 +102,12 @@ func (s *session) read(stream *eventStream) error {
 		}
 		s.mu.Lock()
 		if err != nil {
-			s.out.add(s.mapper.protocolError(skippedData(err), err))
+			s.out.Add(s.mapper.protocolError(skippedData(err), err))
 		} else if s.mine(ev) {
 			s.apply(s.mapper.handle(ev))
 		}
 		s.mu.Unlock()
-		if !s.out.waitRoom(s.ctx) {
+		if s.out.WaitRoom(s.ctx) != nil {
 			return s.ctx.Err()
 		}
 		idle.Reset(streamIdle)
@@ -136,7 +136,7 @@ func (s *session) mine(ev *oc.Event) bool {
 // apply hands events over and stops the turn's timer once it ended; call
 // with mu held.
 func (s *session) apply(events []agent.Event) {
-	s.out.add(events...)
+	s.out.Add(events...)
 	if !s.mapper.running() {
 		s.stopTimerLocked()
 	}
@@ -242,8 +242,8 @@ func (s *session) finish() {
 	s.stopTimerLocked()
 	if s.ctx.Err() != nil {
 		why := &agent.Error{Code: agent.ErrorAgentExit, Message: "the session closed during the turn"}
-		s.out.add(s.mapper.abort(why)...)
-		s.out.add(s.mapper.ended("closed", nil))
+		s.out.Add(s.mapper.abort(why)...)
+		s.out.Add(s.mapper.ended("closed", nil))
 		return
 	}
 	msg := "the opencode server exited"
@@ -255,6 +255,6 @@ func (s *session) finish() {
 	default:
 	}
 	why := &agent.Error{Code: agent.ErrorAgentExit, Message: msg}
-	s.out.add(s.mapper.abort(why)...)
-	s.out.add(s.mapper.ended("exited", why))
+	s.out.Add(s.mapper.abort(why)...)
+	s.out.Add(s.mapper.ended("exited", why))
 }

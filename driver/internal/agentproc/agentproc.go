@@ -1,0 +1,118 @@
+// Package agentproc owns what the drivers of agents that run as a local
+// process share: reading the CLI's version, the process's environment,
+// the files of the agent's private home, and the part of the CLI's
+// installation a sandbox must let it see.
+package agentproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrHomeFile: a home file's path leaves the home.
+var ErrHomeFile = errors.New("agentproc: a home file must be a path inside the home")
+
+// Version runs `cli --version` with env, within timeout, and returns what
+// it printed, trimmed.
+func Version(cli string, env []string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cli, "--version")
+	cmd.Env = env
+	cmd.WaitDelay = time.Second // a child that keeps stdout open
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", cli, err)
+	}
+	v := strings.TrimSpace(string(out))
+	if v == "" {
+		return "", fmt.Errorf("%s --version printed nothing", cli)
+	}
+	return v, nil
+}
+
+// WriteHomeFiles writes files under home at their relative paths (mode
+// 0600, parents 0700), replacing what was there; a path that would leave
+// home is refused with ErrHomeFile.
+func WriteHomeFiles(home string, files map[string][]byte) error {
+	for rel, data := range files {
+		clean := filepath.Clean(rel)
+		if filepath.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%w: %q", ErrHomeFile, rel)
+		}
+		p := filepath.Join(home, clean)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return fmt.Errorf("home file %s: %w", rel, err)
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			return fmt.Errorf("home file %s: %w", rel, err)
+		}
+		if err := os.Chmod(p, 0o600); err != nil { // WriteFile keeps an existing file's mode
+			return fmt.Errorf("home file %s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+// EnvMap is env (NAME=value entries) as a map; a later entry wins.
+func EnvMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// SetEnv sets key in env, replacing every earlier value.
+func SetEnv(env []string, key, value string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// LookupEnv is key's value in env (the last entry wins, as for a process).
+func LookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// CLIDirs are the directories a CLI needs to see inside a sandbox that
+// hides the runner's directories: the whole npm tree its launcher link and
+// the package behind it come from (node_modules), or its own directory.
+func CLIDirs(cli string) []string {
+	var dirs []string
+	paths := []string{cli}
+	if real, err := filepath.EvalSymlinks(cli); err == nil && real != cli {
+		paths = append(paths, real)
+	}
+	for _, p := range paths {
+		dir := filepath.Dir(p)
+		for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+			if filepath.Base(d) == "node_modules" {
+				dir = d
+				break
+			}
+		}
+		if !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs
+}

@@ -1,0 +1,98 @@
+package agentproc_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tetherhq/tether/driver/internal/agentproc"
+)
+
+func TestWriteHomeFiles(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, ".config/opencode/opencode.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := agentproc.WriteHomeFiles(home, map[string][]byte{".config/opencode/opencode.json": []byte("{}"), "a/b/c": []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if data, _ := os.ReadFile(path); err != nil || st.Mode().Perm() != 0o600 || string(data) != "{}" {
+		t.Fatalf("file: %v %v %q", st.Mode(), err, data)
+	}
+	if dir, _ := os.Stat(filepath.Join(home, "a/b")); dir.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode %v", dir.Mode())
+	}
+	for _, bad := range []string{"../x", "/etc/x", ".", "a/../../x"} {
+		if err := agentproc.WriteHomeFiles(home, map[string][]byte{bad: nil}); !errors.Is(err, agentproc.ErrHomeFile) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func TestEnv(t *testing.T) {
+	env := []string{"A=1", "B=2", "A=3"}
+	if v, ok := agentproc.LookupEnv(env, "A"); !ok || v != "3" {
+		t.Errorf("LookupEnv A = %q %v", v, ok)
+	}
+	if _, ok := agentproc.LookupEnv(env, "C"); ok {
+		t.Error("LookupEnv found C")
+	}
+	set := agentproc.SetEnv(env, "A", "4")
+	if !slices.Equal(set, []string{"B=2", "A=4"}) || !slices.Equal(env, []string{"A=1", "B=2", "A=3"}) {
+		t.Errorf("SetEnv = %q (env now %q)", set, env)
+	}
+	if m := agentproc.EnvMap(env); m["A"] != "3" || m["B"] != "2" || len(m) != 2 {
+		t.Errorf("EnvMap = %v", m)
+	}
+}
+
+// A CLI installed by npm is a link into node_modules: the sandbox must
+// show the whole tree, where the link and the package behind it live.
+func TestCLIDirs(t *testing.T) {
+	root := t.TempDir()
+	pkg := filepath.Join(root, "node_modules", "@openai", "codex", "bin")
+	bin := filepath.Join(root, "node_modules", ".bin")
+	for _, d := range []string{pkg, bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "codex.js"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(bin, "codex")
+	if err := os.Symlink("../@openai/codex/bin/codex.js", link); err != nil {
+		t.Fatal(err)
+	}
+	if got := agentproc.CLIDirs(link); !slices.Equal(got, []string{filepath.Join(root, "node_modules")}) {
+		t.Errorf("npm CLI: %v", got)
+	}
+	if got := agentproc.CLIDirs("/usr/bin/codex"); !slices.Equal(got, []string{"/usr/bin"}) {
+		t.Errorf("plain CLI: %v", got)
+	}
+}
+
+// Version is what --version printed, trimmed; a CLI that fails says so.
+func TestVersion(t *testing.T) {
+	dir := t.TempDir()
+	cli := filepath.Join(dir, "cli")
+	if err := os.WriteFile(cli, []byte("#!/bin/sh\necho '  codex-cli 0.169.0 '\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := agentproc.Version(cli, nil, 5e9); err != nil || v != "codex-cli 0.169.0" {
+		t.Errorf("Version = %q %v", v, err)
+	}
+	if err := os.WriteFile(cli, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agentproc.Version(cli, nil, 5e9); err == nil {
+		t.Error("a failing --version passed")
+	}
+}
