@@ -22,19 +22,12 @@
 package fakeanthropic
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // Options tunes a Server. The zero value is ready to use.
@@ -67,140 +60,40 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Request is one request the server received.
-type Request struct {
-	Method string
-	Path   string
-	Query  url.Values
-	// Header holds the headers worth asserting on (see record), not the noise.
-	Header http.Header
-	// Body is the JSON body, or nil when it was empty or not JSON.
-	Body json.RawMessage
-}
-
-func (r Request) clone() Request {
-	// url.Values and http.Header share a shape; Header.Clone deep-copies it.
-	r.Query = url.Values(http.Header(r.Query).Clone())
-	r.Header = r.Header.Clone()
-	r.Body = bytes.Clone(r.Body)
-	return r
-}
+// Request is one request the server received; Header holds the headers
+// worth asserting on, not the noise.
+type Request = fakehttp.Request
 
 // Server is a running fake Anthropic API. Close it when done.
 type Server struct {
+	*fakehttp.Server
 	opts Options
-	ln   net.Listener
-	http *http.Server
-
-	// stop cancels the base context of every request, so streams end on Close.
-	stop   context.CancelFunc
-	served chan error
-	// conns counts live connections; each one's goroutine runs its handlers,
-	// so waiting for it to reach zero waits for every handler.
-	conns sync.WaitGroup
 
 	msgSeq, toolSeq atomic.Int64
-
-	mu   sync.Mutex
-	reqs []Request
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
-// Start listens on a free loopback port and serves until Close.
+// recordedHeaders are the headers a Request keeps.
+func recordedHeaders() []string {
+	return []string{"User-Agent", "Anthropic-Version", "Anthropic-Beta", "X-Api-Key",
+		"Authorization", "X-App", "Content-Type", "Accept"}
+}
+
+// Start listens on a free loopback port and serves until Close; URL() is
+// what to put in ANTHROPIC_BASE_URL.
 func Start(opts Options) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{opts: opts.withDefaults()}
+	var err error
+	s.Server, err = fakehttp.Start(s.routes(), fakehttp.Options{Name: "fakeanthropic", MaxBody: maxBodyBytes,
+		Headers: recordedHeaders(), BodyError: writeBodyError, Logger: s.opts.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("fakeanthropic: listen: %w", err)
+		return nil, err
 	}
-	base, stop := context.WithCancel(context.Background())
-	s := &Server{
-		opts:   opts.withDefaults(),
-		ln:     ln,
-		stop:   stop,
-		served: make(chan error, 1),
-	}
-	s.http = &http.Server{
-		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ConnState:         s.trackConn,
-		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug),
-	}
-	go func() { s.served <- s.http.Serve(ln) }()
 	return s, nil
 }
 
-// trackConn runs on the Serve goroutine for StateNew, so every Add happens
-// before Serve returns; Close relies on that to Wait safely.
-func (s *Server) trackConn(_ net.Conn, state http.ConnState) {
-	switch state {
-	case http.StateNew:
-		s.conns.Add(1)
-	case http.StateClosed, http.StateHijacked:
-		s.conns.Done()
-	}
-}
-
-// URL is the base URL to put in ANTHROPIC_BASE_URL, e.g. "http://127.0.0.1:PORT".
-func (s *Server) URL() string {
-	return "http://" + s.ln.Addr().String()
-}
-
-// Close stops the listener, ends in-flight streams and waits until every
-// handler has returned. It is safe to call more than once.
-func (s *Server) Close() error {
-	s.closeOnce.Do(func() {
-		s.stop()
-		err := s.http.Close()
-		if serveErr := <-s.served; !errors.Is(serveErr, http.ErrServerClosed) {
-			err = errors.Join(err, serveErr)
-		}
-		s.conns.Wait()
-		if err != nil {
-			s.closeErr = fmt.Errorf("fakeanthropic: close: %w", err)
-		}
-	})
-	return s.closeErr
-}
-
-// Requests returns a copy of every request received so far, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Request, len(s.reqs))
-	for i, r := range s.reqs {
-		out[i] = r.clone()
-	}
-	return out
-}
-
-func (s *Server) record(r *http.Request, body []byte) {
-	rec := Request{
-		Method: r.Method,
-		Path:   r.URL.Path,
-		Query:  r.URL.Query(),
-		Header: http.Header{},
-	}
-	for _, k := range []string{
-		"User-Agent", "Anthropic-Version", "Anthropic-Beta", "X-Api-Key",
-		"Authorization", "X-App", "Content-Type", "Accept",
-	} {
-		if v := r.Header.Values(k); len(v) > 0 {
-			rec.Header[k] = v
-		}
-	}
-	if json.Valid(body) {
-		rec.Body = body
-	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, rec)
-	s.mu.Unlock()
-}
-
-// routes reads and records every body up front, then dispatches. Patterns
-// match the path only, so the CLI's "?beta=true" is accepted everywhere.
+// routes dispatches; the body has been read and recorded already.
+// Patterns match the path only, so the CLI's "?beta=true" is accepted
+// everywhere.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.handleMessages)
@@ -208,15 +101,5 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models", handleModels)
 	mux.HandleFunc("GET /v1/models/{id}", handleModel)
 	mux.HandleFunc("/", handleNotFound)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-		s.record(r, body)
-		s.opts.Logger.Debug("fakeanthropic request", "method", r.Method, "url", r.URL.String(), "bytes", len(body))
-		if err != nil {
-			writeBodyError(w, err)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		mux.ServeHTTP(w, r)
-	})
+	return mux
 }

@@ -37,19 +37,13 @@
 package fakeopenai
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // Options tunes a Server. The zero value is ready to use.
@@ -84,133 +78,31 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Request is one request the server received.
-type Request struct {
-	Method string
-	Path   string
-	Query  url.Values
-	// Header holds every request header.
-	Header http.Header
-	// Body is the JSON body, or nil when it was empty or not JSON.
-	Body json.RawMessage
-}
-
-func (r Request) clone() Request {
-	// url.Values and http.Header share a shape; Header.Clone deep-copies it.
-	r.Query = url.Values(http.Header(r.Query).Clone())
-	r.Header = r.Header.Clone()
-	r.Body = bytes.Clone(r.Body)
-	return r
-}
+// Request is one request the server received; every header is kept.
+type Request = fakehttp.Request
 
 // Server is a running fake OpenAI API. Close it when done.
 type Server struct {
+	*fakehttp.Server
 	opts Options
-	ln   net.Listener
-	http *http.Server
-
-	// stop cancels the base context of every request, so streams end on Close.
-	stop   context.CancelFunc
-	served chan error
-	// conns counts live connections; each one's goroutine runs its handlers,
-	// so waiting for it to reach zero waits for every handler.
-	conns sync.WaitGroup
-
 	// seq numbers replies and tool calls, so ids are unique per server.
 	seq atomic.Int64
-
-	mu   sync.Mutex
-	reqs []Request
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
-// Start listens on a free loopback port and serves until Close.
+// Start listens on a free loopback port and serves until Close. URL() is
+// the server's root; clients want URL()+"/v1" as their base URL.
 func Start(opts Options) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{opts: opts.withDefaults()}
+	var err error
+	s.Server, err = fakehttp.Start(s.routes(), fakehttp.Options{Name: "fakeopenai", MaxBody: maxBodyBytes,
+		BodyError: writeBodyError, Logger: s.opts.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("fakeopenai: listen: %w", err)
+		return nil, err
 	}
-	base, stop := context.WithCancel(context.Background())
-	s := &Server{
-		opts:   opts.withDefaults(),
-		ln:     ln,
-		stop:   stop,
-		served: make(chan error, 1),
-	}
-	s.http = &http.Server{
-		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ConnState:         s.trackConn,
-		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug),
-	}
-	go func() { s.served <- s.http.Serve(ln) }()
 	return s, nil
 }
 
-// trackConn runs on the Serve goroutine for StateNew, so every Add happens
-// before Serve returns; Close relies on that to Wait safely.
-func (s *Server) trackConn(_ net.Conn, state http.ConnState) {
-	switch state {
-	case http.StateNew:
-		s.conns.Add(1)
-	case http.StateClosed, http.StateHijacked:
-		s.conns.Done()
-	}
-}
-
-// URL is the server's root, e.g. "http://127.0.0.1:PORT"; clients want
-// URL()+"/v1" as their base URL.
-func (s *Server) URL() string {
-	return "http://" + s.ln.Addr().String()
-}
-
-// Close stops the listener, ends in-flight streams and waits until every
-// handler has returned. It is safe to call more than once.
-func (s *Server) Close() error {
-	s.closeOnce.Do(func() {
-		s.stop()
-		err := s.http.Close()
-		if serveErr := <-s.served; !errors.Is(serveErr, http.ErrServerClosed) {
-			err = errors.Join(err, serveErr)
-		}
-		s.conns.Wait()
-		if err != nil {
-			s.closeErr = fmt.Errorf("fakeopenai: close: %w", err)
-		}
-	})
-	return s.closeErr
-}
-
-// Requests returns a copy of every request received so far, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Request, len(s.reqs))
-	for i, r := range s.reqs {
-		out[i] = r.clone()
-	}
-	return out
-}
-
-func (s *Server) record(r *http.Request, body []byte) {
-	rec := Request{
-		Method: r.Method,
-		Path:   r.URL.Path,
-		Query:  r.URL.Query(),
-		Header: r.Header.Clone(),
-	}
-	if json.Valid(body) {
-		rec.Body = bytes.Clone(body)
-	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, rec)
-	s.mu.Unlock()
-}
-
-// routes reads and records every body up front, then dispatches.
+// routes dispatches; the body has been read and recorded already.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
@@ -219,32 +111,18 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models/{id}", handleModel)
 	mux.HandleFunc("/", handleNotFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-		s.record(r, body)
-		s.opts.Logger.Debug("fakeopenai request", "method", r.Method, "url", r.URL.String(), "bytes", len(body))
-		if err != nil {
-			writeBodyError(w, err)
-			return
-		}
 		// Bodies are read as plain JSON; a compressed one would only look
 		// like bad JSON, so say what is wrong instead.
 		if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
 			writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("fake: Content-Encoding %q is not supported", enc))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
+		mux.ServeHTTP(w, r)
 	})
 }
 
-// bodyKey keys the request body routes has read, in the request's context.
-type bodyKey struct{}
-
-// bodyOf is the body routes read for r.
-func bodyOf(r *http.Request) []byte {
-	b, _ := r.Context().Value(bodyKey{}).([]byte)
-	return b
-}
+// bodyOf is the body the server read for r.
+func bodyOf(r *http.Request) []byte { return fakehttp.BodyOf(r) }
 
 // next is the next sequence number for reply and call ids.
 func (s *Server) next() int64 {
