@@ -31,7 +31,7 @@ type agentRunner struct {
 func startAgentRunner(t *testing.T, kind string, sandboxed bool) *agentRunner {
 	t.Helper()
 	cli := map[string]func(testing.TB) string{"codex": testenv.RequireCodexCLI, "opencode": testenv.RequireOpenCodeCLI}[kind](t)
-	fake, err := fakeopenai.Start(fakeopenai.Options{})
+	fake, err := fakeopenai.Start(fakeopenai.Options{SlowChunks: 600, SlowChunkDelay: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +175,8 @@ func agentRunnerJourney(t *testing.T, kind string) {
 			if sees := strings.Contains(listing, "events.db"); sees == sandboxed {
 				t.Fatalf("sandbox %v, the agent's ls of the data directory: %q", sandboxed, listing)
 			}
+			r.diffShows(t, info.ID, events)
+			r.interrupt(t, info.ID, events)
 			var messages struct{ Items []agent.Item }
 			if code := r.api.call("GET", "/v1/sessions/"+info.ID+"/messages", "", &messages, ""); code != 200 || len(messages.Items) < 4 {
 				t.Fatalf("messages: %d %+v", code, messages)
@@ -183,6 +185,21 @@ func agentRunnerJourney(t *testing.T, kind string) {
 				t.Fatalf("close: %d", code)
 			}
 			untilKind(t, events, agent.KindSessionEnded)
+
+			// A new session resumes the conversation by the agent's own id.
+			var resumed sessions.Info
+			body := `{"agent":"` + kind + `","workspace_id":"` + ws + `","resume":"` + started.Session.NativeID + `"}`
+			if code := r.api.call("POST", "/v1/sessions", body, &resumed, ""); code != 201 || resumed.NativeID != started.Session.NativeID {
+				t.Fatalf("resume: %d %+v", code, resumed)
+			}
+			var past struct{ Items []agent.Item }
+			r.api.call("GET", "/v1/sessions/"+resumed.ID+"/messages", "", &past, "")
+			if !hasText(past.Items, "hello through the runner") {
+				t.Fatalf("the resumed session's messages lack the first turn: %+v", past.Items)
+			}
+			if code := r.api.call("DELETE", "/v1/sessions/"+resumed.ID, "", nil, ""); code != 204 {
+				t.Fatalf("close the resumed session: %d", code)
+			}
 
 			models := 0
 			for _, req := range r.fake.Requests() {
@@ -225,4 +242,62 @@ func assertNoKeyIn(t *testing.T, dir, key string) {
 	if err != nil || files == 0 {
 		t.Fatalf("walk %s: %v (%d files)", dir, err, files)
 	}
+}
+
+// diffShows changes a file through the agent's own file tool (Codex's
+// apply_patch) or its shell (OpenCode), allowed, and finds it in the
+// session's diff.
+func (r *agentRunner) diffShows(t *testing.T, id string, events <-chan agent.Event) {
+	t.Helper()
+	prompt := "USE_SHELL echo diffed > diffed.txt"
+	if r.kind == "codex" {
+		prompt = "USE_PATCH diffed.txt diffed"
+	}
+	r.turn(t, id, events, prompt, agent.Allow)
+	var diff struct{ Changes []agent.FileChange }
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		// OpenCode writes a turn's summary just after the turn ends.
+		if code := r.api.call("GET", "/v1/sessions/"+id+"/diff", "", &diff, ""); code != 200 {
+			t.Fatalf("diff: %d", code)
+		}
+		if hasChange(diff.Changes, "diffed.txt") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !hasChange(diff.Changes, "diffed.txt") {
+		t.Fatalf("the diff lacks diffed.txt: %+v", diff.Changes)
+	}
+}
+
+// interrupt starts a long reply and interrupts it once it streams.
+func (r *agentRunner) interrupt(t *testing.T, id string, events <-chan agent.Event) {
+	t.Helper()
+	if code := r.api.call("POST", "/v1/sessions/"+id+"/prompt", `{"text":"SLOW"}`, nil, ""); code != 202 {
+		t.Fatalf("prompt: %d", code)
+	}
+	untilKind(t, events, agent.KindItemDelta)
+	if code := r.api.call("POST", "/v1/sessions/"+id+"/interrupt", "", nil, ""); code != 202 && code != 200 && code != 204 {
+		t.Fatalf("interrupt: %d", code)
+	}
+	if end := untilKind(t, events, agent.KindTurnCompleted); end.Turn.Status != agent.TurnInterrupted {
+		t.Fatalf("interrupted turn: %+v %+v", end.Turn, end.Error)
+	}
+}
+
+func hasChange(changes []agent.FileChange, name string) bool {
+	for _, c := range changes {
+		if filepath.Base(c.Path) == name {
+			return true
+		}
+	}
+	return false
+}
+
+func hasText(items []agent.Item, text string) bool {
+	for _, it := range items {
+		if strings.Contains(it.Text, text) {
+			return true
+		}
+	}
+	return false
 }

@@ -180,9 +180,12 @@ func TestSessionsAPIJourney(t *testing.T) {
 	if code := call(t, "GET", base+"/v1/sessions/"+info.ID+"/messages", "", &msgs); code != 200 || len(msgs.Items) == 0 {
 		t.Fatalf("messages: %d %+v", code, msgs)
 	}
-	var apiErr struct{ Error struct{ Code string } }
-	if code := call(t, "GET", base+"/v1/sessions/"+info.ID+"/diff", "", &apiErr); code != 501 || apiErr.Error.Code != "unsupported" {
-		t.Fatalf("diff: %d %+v", code, apiErr)
+	// The allowed Write made hello.txt: the workspace's own diff shows it,
+	// though Claude Code reports no diff itself.
+	var diff struct{ Changes []agent.FileChange }
+	if code := call(t, "GET", base+"/v1/sessions/"+info.ID+"/diff", "", &diff); code != 200 ||
+		len(diff.Changes) != 1 || diff.Changes[0].Path != "hello.txt" || diff.Changes[0].Kind != agent.ChangeAdd {
+		t.Fatalf("diff: %d %+v", code, diff)
 	}
 	if code := call(t, "DELETE", base+"/v1/sessions/"+info.ID, "", nil); code != 204 {
 		t.Fatalf("close: %d", code)

@@ -91,12 +91,23 @@ func (m *Manager) replay(ctx context.Context, id string, after uint64, yield fun
 	return after, true
 }
 
-// Messages is the conversation so far as completed items, read from the
-// log, so an ended session still answers.
+// Messages is the conversation so far as completed items: as the agent
+// keeps it while the session runs (a resumed conversation's past
+// included), else as the session's log has it, so an ended session still
+// answers.
 func (m *Manager) Messages(ctx context.Context, id string) ([]agent.Item, error) {
-	if _, err := m.get(id); err != nil {
+	s, err := m.get(id)
+	if err != nil {
 		return nil, err
 	}
+	if items, err := s.agent.Messages(ctx); err == nil {
+		return items, nil
+	}
+	return m.loggedItems(ctx, id)
+}
+
+// loggedItems are the items the session's log has completed.
+func (m *Manager) loggedItems(ctx context.Context, id string) ([]agent.Item, error) {
 	var items []agent.Item
 	for ev, err := range m.cfg.Log.Read(ctx, id, 0) {
 		if err != nil {
@@ -113,19 +124,24 @@ func (m *Manager) Messages(ctx context.Context, id string) ([]agent.Item, error)
 	return items, nil
 }
 
-// Diff is what the session changed in its workspace, as its agent
-// reports it (*agent.UnsupportedError where it cannot); a session of an
-// earlier run answers from the file changes in its log.
+// Diff is what the session changed in its workspace: while it runs, every
+// file added, modified or deleted since it began, from the workspace's
+// own snapshots, whichever agent (or tool command) changed it; once it has
+// ended, what its agent reports (*agent.UnsupportedError where it cannot),
+// or, for a session of an earlier run, the file changes in its log.
 func (m *Manager) Diff(ctx context.Context, id string) ([]agent.FileChange, error) {
 	s, err := m.get(id)
 	if err != nil {
 		return nil, err
 	}
+	if changes, ok, err := s.diff(ctx); ok {
+		return changes, err
+	}
 	changes, err := s.agent.Diff(ctx)
 	if !errors.Is(err, agent.ErrSessionEnded) {
 		return changes, err
 	}
-	items, err := m.Messages(ctx, id)
+	items, err := m.loggedItems(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -200,13 +200,21 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		ws.Release()
 		return Info{}, err
 	}
+	id := newID()
+	// The workspace as the session found it: the session's diff is what
+	// changed since (whatever the agent reports, or fails to).
+	before, err := ws.Snapshot(ctx, "tether: before session "+id)
+	if err != nil {
+		m.log.Warn("workspace snapshot failed: the session's diff is the agent's own", "session", id, "err", err)
+	}
 	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model})
 	if err != nil {
 		ws.Release()
 		return Info{}, fmt.Errorf("%w: %s: %w", ErrAgentStart, req.Agent, err)
 	}
-	s := newSession(m, Info{ID: newID(), Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle,
+	s := newSession(m, Info{ID: id, Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle,
 		Created: m.cfg.Now(), NativeID: agentSession.NativeID()}, agentSession, ws)
+	s.before = before
 	m.mu.Lock()
 	if m.closing {
 		m.mu.Unlock()

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"time"
 	"sync"
 
 	"github.com/tetherhq/tether/agent"
@@ -15,6 +16,9 @@ type session struct {
 	m     *Manager
 	agent agent.Session
 	ws    *workspace.Workspace
+	// before is the workspace's snapshot from before the session, which
+	// its diff is taken against; empty when there is none.
+	before string
 
 	mu   sync.Mutex
 	info Info
@@ -42,7 +46,7 @@ func (s *session) snapshot() Info {
 func (s *session) pump() {
 	defer s.m.wg.Done()
 	defer close(s.done)
-	defer s.ws.Release()
+	defer s.release()
 	ctx := context.Background()
 	for e, err := range s.agent.Events(ctx) {
 		if err != nil {
@@ -71,6 +75,42 @@ func (s *session) pump() {
 	s.mu.Unlock()
 	s.save()
 	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent)
+}
+
+// release snapshots the workspace as the session left it and lets it go.
+func (s *session) release() {
+	if s.before != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if _, err := s.ws.Snapshot(ctx, "tether: after session "+s.info.ID); err != nil {
+			s.m.log.Warn("workspace snapshot failed", "session", s.info.ID, "err", err)
+		}
+		cancel()
+	}
+	s.ws.Release()
+}
+
+// diff is what changed in the workspace since the session began, while
+// the session holds it; ok is false without a snapshot to compare with.
+func (s *session) diff(ctx context.Context) (changes []agent.FileChange, ok bool, err error) {
+	if s.before == "" {
+		return nil, false, nil
+	}
+	files, err := s.ws.Diff(ctx, s.before)
+	if errors.Is(err, workspace.ErrReleased) {
+		return nil, false, nil // ended: the log and the agent answer
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	changes = make([]agent.FileChange, 0, len(files))
+	for _, f := range files {
+		kind := map[string]agent.ChangeKind{"added": agent.ChangeAdd, "deleted": agent.ChangeDelete}[f.Status]
+		if kind == "" {
+			kind = agent.ChangeUpdate
+		}
+		changes = append(changes, agent.FileChange{Path: f.Path, Kind: kind, Diff: f.Patch})
+	}
+	return changes, true, nil
 }
 
 // track updates state and approvals from one event.
