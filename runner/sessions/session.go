@@ -3,8 +3,8 @@ package sessions
 import (
 	"context"
 	"errors"
-	"time"
 	"sync"
+	"time"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/runner/workspace"
