@@ -198,3 +198,28 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 		t.Fatal("a raw payload that is not JSON passed Validate")
 	}
 }
+
+// The events written without reflection are json.Marshal's to the byte,
+// whatever their strings hold (escapes, HTML, invalid UTF-8, U+2028) and
+// whatever their times.
+func FuzzAppendJSONText(f *testing.F) {
+	f.Add(int64(3), "s1", "t1", "hello <b>&</b> \"q\" \\ \n\t\x01 \u2028 é", "m1", true, int64(1764046800123456789))
+	f.Add(int64(0), "", "", "\xff\xfe bad utf-8 \u2029", "", false, int64(0))
+	f.Fuzz(func(t *testing.T, seq int64, session, turn, text, messageID string, delta bool, nanos int64) {
+		zone := time.FixedZone("z", int(seq%(24*60))*60)
+		e := agent.Event{Seq: seq, Kind: agent.KindItemCompleted, SessionID: session, TurnID: turn, Time: time.Unix(0, nanos).In(zone),
+			Item: &agent.Item{ID: text, Type: agent.ItemMessage, Status: agent.ItemDone, MessageID: messageID, ParentID: turn, Text: text}}
+		if delta {
+			e.Kind, e.Item = agent.KindItemDelta, nil
+			e.Delta = &agent.Delta{ItemID: messageID, Field: agent.FieldText, Text: text}
+		}
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Skip(err)
+		}
+		got, err := e.AppendJSON(nil)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("AppendJSON\n got %s\nwant %s (%v)", got, want, err)
+		}
+	})
+}

@@ -11,25 +11,34 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
 	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/runner/sessions"
 	"github.com/tetherhq/tether/server"
 )
 
-// agentRunner is a real runner whose sessions API drives one more agent
-// kind, the real CLI against a fake OpenAI API, configured as an operator
-// would: the runner's own provider configuration (Codex's CODEX_HOME,
-// OpenCode's XDG config) and key in its environment.
+// agentRunner is a real runner whose sessions API drives one agent kind,
+// the real CLI against a fake model API, configured as an operator would:
+// the runner's own provider configuration (Codex's CODEX_HOME, OpenCode's
+// XDG config) and key in its environment.
 type agentRunner struct {
 	*testRunner
 	api  apiClient
-	fake *fakeopenai.Server
 	kind string
+	// requests are what the model API received.
+	requests func() []fakehttp.Request
+	// key is the model API key the runner holds, as the API sees it.
+	keyHeader, key string
 }
 
 func startAgentRunner(t *testing.T, kind string, sandboxed bool) *agentRunner {
 	t.Helper()
+	if kind == "claude" {
+		tr := startRunner(t, sandboxed)
+		api := apiClient{t: t, base: "http" + strings.TrimSuffix(strings.TrimPrefix(tr.URL, "ws"), "/sessions"), token: tr.Token}
+		return &agentRunner{testRunner: tr, api: api, kind: kind, requests: tr.Fake.Requests, keyHeader: "X-Api-Key", key: "sk-fake"}
+	}
 	cli := map[string]func(testing.TB) string{"codex": testenv.RequireCodexCLI, "opencode": testenv.RequireOpenCodeCLI}[kind](t)
 	fake, err := fakeopenai.Start(fakeopenai.Options{SlowChunks: 600, SlowChunkDelay: 50 * time.Millisecond})
 	if err != nil {
@@ -66,7 +75,27 @@ func startAgentRunner(t *testing.T, kind string, sandboxed bool) *agentRunner {
 		cfg.AgentEnv = append(cfg.AgentEnv, pass...)
 	})
 	api := apiClient{t: t, base: "http" + strings.TrimSuffix(strings.TrimPrefix(tr.URL, "ws"), "/sessions"), token: tr.Token}
-	return &agentRunner{testRunner: tr, api: api, fake: fake, kind: kind}
+	return &agentRunner{testRunner: tr, api: api, kind: kind, requests: fake.Requests, keyHeader: "Authorization", key: "Bearer sk-fake"}
+}
+
+// shell is a prompt that makes the fake model ask for cmd in the agent's
+// shell tool; writeFile one that makes it change name with the agent's
+// own file tool where it has one the fake drives.
+func (r *agentRunner) shell(cmd string) string {
+	if r.kind == "claude" {
+		return bashPrompt(cmd)
+	}
+	return "USE_SHELL " + cmd
+}
+
+func (r *agentRunner) writeFile(name string) string {
+	switch r.kind {
+	case "claude":
+		return "USE_WRITE " + name
+	case "codex":
+		return "USE_PATCH " + name + " diffed"
+	}
+	return r.shell("echo diffed > " + name)
 }
 
 // prompt sends text to the session and returns the turn's events.
@@ -113,11 +142,14 @@ func untilAny(t *testing.T, ch <-chan agent.Event) agent.Event {
 	return agent.Event{}
 }
 
-// Codex and OpenCode through a runner's sessions API, sandbox on and off,
-// as Claude Code is: a text turn, a shell command approved (it ran) and
-// denied (it did not), the session's messages, and close. Sandboxed, the
-// agent's configuration holds no real key: the fake API still gets it,
-// from the runner's key proxy.
+// Every agent through a runner's sessions API, sandbox on and off, the
+// same journey: a text turn, a shell command approved (it ran) and denied
+// (it did not), the data directory hidden by the sandbox, a file change in
+// the session's diff, an interrupt, the messages, close, and a new session
+// that resumes the conversation by the agent's own id (the model sees the
+// first turn again). Sandboxed, no file of the agent holds the real key,
+// and the model API still gets it, from the runner's key proxy.
+func TestRealCLIClaudeRunner(t *testing.T)   { agentRunnerJourney(t, "claude") }
 func TestRealCLICodexRunner(t *testing.T)    { agentRunnerJourney(t, "codex") }
 func TestRealCLIOpenCodeRunner(t *testing.T) { agentRunnerJourney(t, "opencode") }
 
@@ -149,7 +181,7 @@ func agentRunnerJourney(t *testing.T, kind string) {
 				answer agent.Decision
 				status agent.ItemStatus
 			}{{"allowed.txt", agent.Allow, agent.ItemDone}, {"denied.txt", agent.Deny, agent.ItemDeclined}} {
-				seen := r.turn(t, info.ID, events, "USE_SHELL touch "+tc.file, tc.answer)
+				seen := r.turn(t, info.ID, events, r.shell("touch "+tc.file), tc.answer)
 				var cmd *agent.Item
 				for _, e := range seen {
 					if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand {
@@ -165,7 +197,7 @@ func agentRunnerJourney(t *testing.T, kind string) {
 			}
 			// The sandbox hides the runner's data directory from the agent
 			// and its commands.
-			seen := r.turn(t, info.ID, events, "USE_SHELL ls -a "+r.Data, agent.Allow)
+			seen := r.turn(t, info.ID, events, r.shell("ls -a "+r.Data), agent.Allow)
 			var listing string
 			for _, e := range seen {
 				if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand {
@@ -194,21 +226,28 @@ func agentRunnerJourney(t *testing.T, kind string) {
 			}
 			var past struct{ Items []agent.Item }
 			r.api.call("GET", "/v1/sessions/"+resumed.ID+"/messages", "", &past, "")
-			if !hasText(past.Items, "hello through the runner") {
+			if r.kind != "claude" && !hasText(past.Items, "hello through the runner") { // Claude Code reports this session's only
 				t.Fatalf("the resumed session's messages lack the first turn: %+v", past.Items)
+			}
+			resumedEvents := r.api.stream("/v1/sessions/" + resumed.ID + "/events")
+			r.turn(t, resumed.ID, resumedEvents, "SAY again", "")
+			reqs := r.requests()
+			if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "hello through the runner") {
+				t.Fatalf("the model was not sent the first turn after the resume: %s", last.Body)
 			}
 			if code := r.api.call("DELETE", "/v1/sessions/"+resumed.ID, "", nil, ""); code != 204 {
 				t.Fatalf("close the resumed session: %d", code)
 			}
 
 			models := 0
-			for _, req := range r.fake.Requests() {
-				if !strings.HasSuffix(req.Path, "/responses") && !strings.HasSuffix(req.Path, "/chat/completions") {
+			for _, req := range r.requests() {
+				if !strings.HasSuffix(req.Path, "/responses") && !strings.HasSuffix(req.Path, "/chat/completions") &&
+					!strings.HasSuffix(req.Path, "/messages") {
 					continue
 				}
 				models++
-				if got := req.Header.Get("Authorization"); got != "Bearer sk-fake" {
-					t.Fatalf("the model API got %q", got)
+				if got := req.Header.Get(r.keyHeader); got != r.key {
+					t.Fatalf("the model API got %s %q", r.keyHeader, got)
 				}
 			}
 			if models == 0 {
@@ -244,16 +283,12 @@ func assertNoKeyIn(t *testing.T, dir, key string) {
 	}
 }
 
-// diffShows changes a file through the agent's own file tool (Codex's
-// apply_patch) or its shell (OpenCode), allowed, and finds it in the
-// session's diff.
+// diffShows changes a file through the agent's own file tool (Claude
+// Code's Write, Codex's apply_patch) or its shell (OpenCode), allowed, and
+// finds it in the session's diff.
 func (r *agentRunner) diffShows(t *testing.T, id string, events <-chan agent.Event) {
 	t.Helper()
-	prompt := "USE_SHELL echo diffed > diffed.txt"
-	if r.kind == "codex" {
-		prompt = "USE_PATCH diffed.txt diffed"
-	}
-	r.turn(t, id, events, prompt, agent.Allow)
+	r.turn(t, id, events, r.writeFile("diffed.txt"), agent.Allow)
 	var diff struct{ Changes []agent.FileChange }
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		// OpenCode writes a turn's summary just after the turn ends.

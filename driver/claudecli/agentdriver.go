@@ -104,7 +104,7 @@ type canonicalSession struct {
 	mapper  *canonicalMapper
 	pending map[string]*pendingApproval
 	turn    bool
-	items   []agent.Item
+	items   []*agent.Item // completed, as their events carry them (nobody changes an event's item)
 	ended   bool
 
 	out       *outbox.Outbox
@@ -149,7 +149,7 @@ func (s *canonicalSession) read() {
 func (s *canonicalSession) record(events []agent.Event) {
 	for _, e := range events {
 		if e.Kind == agent.KindItemCompleted {
-			s.items = append(s.items, *e.Item)
+			s.items = append(s.items, e.Item)
 		}
 	}
 }
@@ -222,7 +222,11 @@ func (s *canonicalSession) Interrupt(ctx context.Context) error {
 func (s *canonicalSession) Messages(context.Context) ([]agent.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]agent.Item(nil), s.items...), nil
+	items := make([]agent.Item, len(s.items))
+	for i, it := range s.items {
+		items[i] = *it
+	}
+	return items, nil
 }
 
 func (s *canonicalSession) Diff(context.Context) ([]agent.FileChange, error) {

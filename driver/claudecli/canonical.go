@@ -27,9 +27,12 @@ type canonicalMapper struct {
 		id    string
 		items map[int]string
 	}
-	// blocks counts the content blocks seen per assistant message: the CLI
-	// writes one block per line, so the count is the block's index.
-	blocks map[string]int
+	// blocks counts the content blocks seen of the assistant message each
+	// agent (the main one, "", and each subagent, by its tool call) is
+	// writing: the CLI writes one block per line, so the count is the
+	// block's index. One entry per agent, not per message, so a long
+	// session does not grow it.
+	blocks map[string]blockCount
 	// open are tool items waiting for their result, by tool_use id.
 	open map[string]*agent.Item
 	// declined are tool uses an approval refused.
@@ -37,7 +40,7 @@ type canonicalMapper struct {
 }
 
 func newCanonicalMapper(sessionID string, now func() time.Time) *canonicalMapper {
-	return &canonicalMapper{session: sessionID, now: now, blocks: map[string]int{},
+	return &canonicalMapper{session: sessionID, now: now, blocks: map[string]blockCount{},
 		open: map[string]*agent.Item{}, declined: map[string]bool{}}
 }
 
@@ -185,10 +188,9 @@ func (m *canonicalMapper) assistant(msg *cc.AssistantMessage) []agent.Event {
 		return nil // the CLI's stand-in for an API failure: the turn's end says it
 	}
 	var out []agent.Event
+	parent := parentOf(msg.ParentToolUseID)
 	for _, block := range msg.Message.Content {
-		index := m.blocks[msg.Message.ID]
-		m.blocks[msg.Message.ID]++
-		parent := parentOf(msg.ParentToolUseID)
+		index := m.nextBlock(parent, msg.Message.ID)
 		var item *agent.Item
 		switch b := block.(type) {
 		case cc.TextBlock:
@@ -204,9 +206,30 @@ func (m *canonicalMapper) assistant(msg *cc.AssistantMessage) []agent.Event {
 			continue
 		}
 		item.Status = agent.ItemDone
-		out = append(out, m.itemEvent(agent.KindItemCompleted, item, msg.Raw()))
+		e := m.event(agent.KindItemCompleted, msg.Raw())
+		e.Item = item // new and kept nowhere: no copy needed
+		out = append(out, e)
 	}
 	return out
+}
+
+// blockCount is how many blocks of message id were seen.
+type blockCount struct {
+	id string
+	n  int
+}
+
+// nextBlock is the index of the next block of message id, written by the
+// agent of parent.
+func (m *canonicalMapper) nextBlock(parent, id string) int {
+	c := m.blocks[parent]
+	if c.id != id {
+		c = blockCount{id: id}
+	}
+	index := c.n
+	c.n++
+	m.blocks[parent] = c
+	return index
 }
 
 // toolStarted opens a tool item with its whole input; a streamed one was

@@ -40,6 +40,10 @@ func runAgent(ctx context.Context, cfg Config) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := newAgentRun(cfg, cancel)
+	if (cfg.JSON || cfg.Raw) && !cfg.OutTerminal {
+		r.scr.bufferOut()
+	}
+	defer r.scr.close()
 	var spin *spinner
 	if r.scr.spin.enabled {
 		spin = startSpinner(r.scr, cfg.SpinnerEvery)

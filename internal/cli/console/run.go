@@ -38,6 +38,10 @@ func Run(ctx context.Context, cfg Config) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := newRun(cfg, cancel)
+	if cfg.Raw && !cfg.OutTerminal {
+		r.scr.bufferOut()
+	}
+	defer r.scr.close()
 	var spin *spinner
 	if r.scr.spin.enabled {
 		spin = startSpinner(r.scr, cfg.SpinnerEvery)

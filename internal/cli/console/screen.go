@@ -1,9 +1,11 @@
 package console
 
 import (
+	"bufio"
 	"io"
 	"strings"
 	"sync"
+	"time"
 )
 
 // screen is the only writer of the person's terminal. The conversation goes
@@ -12,8 +14,16 @@ import (
 // frame is erased before anything is written over it, and while a question
 // waits for its answer everything else is held back and written after.
 type screen struct {
-	mu          sync.Mutex
-	out, err    io.Writer
+	mu       sync.Mutex
+	out, err io.Writer
+	// buffered holds out's writes when a program reads them (--json,
+	// --raw into a pipe or a file): a line each was a system call per
+	// event, a third of what printing --json cost. A timer flushes it
+	// flushDelay after the first write it holds, so a reader downstream
+	// still sees events as they come; close flushes the rest.
+	buffered    *bufio.Writer
+	direct      io.Writer // out itself, under buffered
+	flushing    *time.Timer
 	outTerminal bool
 	midLine     bool    // out ends inside a line
 	prompting   bool    // a question is on err, waiting for its answer
@@ -40,8 +50,51 @@ type spinState struct {
 // spinFrames are the spinner's frames, one rune each.
 const spinFrames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
+// flushDelay is how long out's output may wait in the buffer.
+const flushDelay = 10 * time.Millisecond
+
 func newScreen(out, err io.Writer, outTerminal, spinner bool) *screen {
 	return &screen{out: out, err: err, outTerminal: outTerminal, spin: spinState{enabled: spinner}}
+}
+
+// bufferOut buffers out's writes until close (see buffered).
+func (s *screen) bufferOut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.direct = s.out
+	s.buffered = bufio.NewWriterSize(s.out, 64<<10)
+	s.out = s.buffered
+}
+
+// flush writes out what the buffer holds.
+func (s *screen) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *screen) flushLocked() {
+	if s.buffered == nil {
+		return
+	}
+	if s.flushing != nil {
+		s.flushing.Stop()
+		s.flushing = nil
+	}
+	_ = s.buffered.Flush()
+}
+
+// close flushes the buffer for good: later writes, and a flush timer
+// that fired meanwhile, go straight through.
+func (s *screen) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.buffered == nil {
+		return
+	}
+	s.flushLocked()
+	s.buffered = nil
+	s.out = s.direct
 }
 
 // text writes streamed text to out as is.
@@ -54,7 +107,28 @@ func (s *screen) line(t string) { s.emit(piece{toOut: true, fresh: true, text: t
 func (s *screen) endLine() { s.emit(piece{toOut: true, fresh: true}) }
 
 // raw writes one NDJSON line to out.
-func (s *screen) raw(b []byte) { s.emit(piece{toOut: true, text: string(b) + "\n"}) }
+func (s *screen) raw(b []byte) {
+	s.mu.Lock()
+	if !s.prompting && s.buffered != nil { // no copy, no concatenation
+		s.eraseLocked()
+		s.spin.waiting = false
+		_, _ = s.buffered.Write(b)
+		_ = s.buffered.WriteByte('\n')
+		s.midLine = false
+		s.scheduleFlushLocked()
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.emit(piece{toOut: true, text: string(b) + "\n"})
+}
+
+// scheduleFlushLocked arranges for buffered output to be flushed soon.
+func (s *screen) scheduleFlushLocked() {
+	if s.buffered != nil && s.flushing == nil && s.buffered.Buffered() > 0 {
+		s.flushing = time.AfterFunc(flushDelay, s.flush)
+	}
+}
 
 // note writes a line to err.
 func (s *screen) note(t string) { s.emit(piece{text: t + "\n"}) }
@@ -92,6 +166,7 @@ func (s *screen) writeLocked(p piece) {
 	}
 	io.WriteString(s.out, p.text)
 	s.midLine = !strings.HasSuffix(p.text, "\n")
+	s.scheduleFlushLocked()
 }
 
 func (s *screen) endLineLocked() {
@@ -146,6 +221,7 @@ func (s *screen) eraseLocked() {
 // the approver serialises them.
 func (s *screen) ask(question string) (release func(tail string)) {
 	s.mu.Lock()
+	s.flushLocked() // what led to the question first
 	s.writeLocked(piece{text: question})
 	s.prompting = true
 	s.mu.Unlock()

@@ -3,6 +3,9 @@ package console
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 func TestSpinnerDrawsAndErases(t *testing.T) {
@@ -61,4 +64,37 @@ func TestSpinnerGoroutineStops(t *testing.T) {
 	s.stop() // goleak in TestMain checks the goroutine is gone
 	var nilSpinner *spinner
 	nilSpinner.stop()
+}
+
+// Machine output is buffered: a line is not written at once, but the
+// flush timer writes it soon after, a question flushes what led to it,
+// and close flushes the rest; afterwards writes go straight through.
+func TestBufferedOutFlushes(t *testing.T) {
+	out := &testenv.SyncBuffer{}
+	var errs strings.Builder
+	scr := newScreen(out, &errs, false, false)
+	scr.bufferOut()
+	scr.raw([]byte(`{"n":1}`))
+	deadline := time.Now().Add(5 * time.Second)
+	for out.String() != "{\"n\":1}\n" {
+		if time.Now().After(deadline) {
+			t.Fatalf("not flushed: %q", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	scr.raw([]byte(`{"n":2}`))
+	release := scr.ask("Allow? ")
+	if out.String() != "{\"n\":1}\n{\"n\":2}\n" {
+		t.Fatalf("a question did not flush: %q", out.String())
+	}
+	release("y\n")
+	scr.raw([]byte(`{"n":3}`))
+	scr.close()
+	if got := out.String(); got != "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n" {
+		t.Fatalf("after close: %q", got)
+	}
+	scr.raw([]byte(`{"n":4}`))
+	if got := out.String(); !strings.HasSuffix(got, "{\"n\":4}\n") {
+		t.Fatalf("after close, not straight through: %q", got)
+	}
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/tetherhq/tether/client"
 	"github.com/tetherhq/tether/internal/cli/sessionscmd"
 	"github.com/tetherhq/tether/internal/fakes/mockclaude"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/internal/testkit/runnertest"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {
