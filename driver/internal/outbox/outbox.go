@@ -101,21 +101,41 @@ func (o *Outbox) Take(ctx context.Context) (e agent.Event, ok bool, err error) {
 	}
 }
 
-// Events is Take as an iterator: every event until the box is closed and
-// empty, or ctx's error.
+// Events yields every event until the box is closed and empty, or ctx's
+// error. It takes what is queued in one go, so a busy stream costs one
+// lock and one wake-up per batch, not per event.
 func (o *Outbox) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
 	return func(yield func(agent.Event, error) bool) {
+		var batch []agent.Event
 		for {
 			e, ok, err := o.Take(ctx)
 			if err != nil {
 				yield(agent.Event{}, err)
 				return
 			}
-			if !ok || !yield(e, nil) {
+			if !ok {
 				return
+			}
+			batch = o.takeRest(append(batch[:0], e))
+			for i := range batch {
+				if !yield(batch[i], nil) {
+					return
+				}
+				batch[i] = agent.Event{}
 			}
 		}
 	}
+}
+
+// takeRest appends every queued event to batch and empties the queue.
+func (o *Outbox) takeRest(batch []agent.Event) []agent.Event {
+	o.mu.Lock()
+	batch = append(batch, o.queue...)
+	clear(o.queue)
+	o.queue = o.queue[:0]
+	o.mu.Unlock()
+	signal(o.room)
+	return batch
 }
 
 // Queued is a copy of the events not yet taken (for tests that drive a

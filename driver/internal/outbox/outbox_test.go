@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,5 +76,43 @@ func TestCloseReleasesAWaitingWriter(t *testing.T) {
 	o.Close()
 	if err := <-waited; err != nil {
 		t.Fatalf("WaitRoom after Close: %v", err)
+	}
+}
+
+// A reader of Events that takes queued events in batches still gets every
+// event once, in order, while the writer waits at high water.
+func TestEventsInOrderUnderLoad(t *testing.T) {
+	o := outbox.New(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const n = 20000
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if err := o.WaitRoom(ctx); err != nil {
+				done <- err
+				return
+			}
+			if q := len(o.Queued()); q > 8 {
+				done <- fmt.Errorf("%d queued past high water", q)
+				return
+			}
+			o.Add(agent.Event{Kind: agent.KindUsage, Seq: int64(i)})
+		}
+		o.Close()
+		done <- nil
+	}()
+	next := int64(0)
+	for e, err := range o.Events(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Seq != next {
+			t.Fatalf("event %d, want %d", e.Seq, next)
+		}
+		next++
+	}
+	if err := <-done; err != nil || next != n {
+		t.Fatalf("writer: %v; read %d of %d", err, next, n)
 	}
 }
