@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // Wire shapes of the Messages API responses the fake sends.
@@ -127,13 +129,13 @@ func (s *Server) newMessage(model string, bodyBytes int, rep reply) message {
 // long as its stream would, so callers can rely on it being slow.
 func jsonReply(ctx context.Context, w http.ResponseWriter, msg message, rep reply) error {
 	for _, b := range rep.blocks {
-		if err := pause(ctx, rep.delay*time.Duration(max(0, len(b.pieces)-1))); err != nil {
+		if err := fakehttp.Pause(ctx, rep.delay*time.Duration(max(0, len(b.pieces)-1))); err != nil {
 			return err
 		}
 	}
 	msg.Content = rep.blocks
 	msg.StopReason = &rep.stopReason
-	return writeJSON(w, http.StatusOK, msg)
+	return fakehttp.WriteJSON(w, http.StatusOK, msg)
 }
 
 func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
@@ -142,7 +144,7 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	_ = writeJSON(w, http.StatusOK, struct {
+	_ = fakehttp.WriteJSON(w, http.StatusOK, struct {
 		InputTokens int `json:"input_tokens"`
 	}{tokens(len(body))})
 }
@@ -164,7 +166,7 @@ func models() []modelInfo {
 
 func handleModels(w http.ResponseWriter, _ *http.Request) {
 	list := models()
-	_ = writeJSON(w, http.StatusOK, struct {
+	_ = fakehttp.WriteJSON(w, http.StatusOK, struct {
 		Data    []modelInfo `json:"data"`
 		HasMore bool        `json:"has_more"`
 		FirstID string      `json:"first_id"`
@@ -175,7 +177,7 @@ func handleModels(w http.ResponseWriter, _ *http.Request) {
 // handleModel serves any model id, since the CLI accepts any model string.
 func handleModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	_ = writeJSON(w, http.StatusOK, modelInfo{"model", id, id + " (fake)", "2025-01-01T00:00:00Z"})
+	_ = fakehttp.WriteJSON(w, http.StatusOK, modelInfo{"model", id, id + " (fake)", "2025-01-01T00:00:00Z"})
 }
 
 // handleNotFound also answers the connectivity preflight (HEAD /) some CLI
@@ -199,34 +201,5 @@ func writeError(w http.ResponseWriter, status int, errType, msg string) {
 	e.Error.Message = msg
 	e.RequestID = "req_fake_error"
 	w.Header().Set("Request-Id", e.RequestID)
-	_ = writeJSON(w, status, e)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return fmt.Errorf("encode response: %w", err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("write response: %w", err)
-	}
-	return nil
-}
-
-// pause waits d, or less if ctx ends first (client gone or server closing).
-func pause(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stream stopped: %w", context.Cause(ctx))
-	}
+	_ = fakehttp.WriteJSON(w, status, e)
 }

@@ -8,17 +8,19 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // Trigger words in the last user message's prompt. They are matched as
 // case-sensitive substrings; when several appear, the earliest one wins.
 const (
-	trigBash  = "USE_BASH"  // Bash tool_use running `echo hello`
-	trigWrite = "USE_WRITE" // USE_WRITE <path>: Write tool_use of a fixed text
-	trigTool  = "USE_TOOL"  // USE_TOOL <name> <json-object>: any tool_use
-	trigSlow  = "SLOW"      // text streamed in Options.SlowChunks paced chunks
-	trigSay   = "SAY "      // SAY <text>: reply exactly <text>
-	trigError = "ERROR_"    // ERROR_<ddd>: that HTTP status, Anthropic error body
+	trigBash  = "USE_BASH"            // Bash tool_use running `echo hello`
+	trigWrite = "USE_WRITE"           // USE_WRITE <path>: Write tool_use of a fixed text
+	trigTool  = "USE_TOOL"            // USE_TOOL <name> <json-object>: any tool_use
+	trigSlow  = "SLOW"                // text streamed in Options.SlowChunks paced chunks
+	trigSay   = "SAY "                // SAY <text>: reply exactly <text>
+	trigError = fakehttp.ErrorTrigger // ERROR_<ddd>: that HTTP status, Anthropic error body
 )
 
 const (
@@ -75,41 +77,6 @@ func decide(req *messagesRequest, opts Options, toolID func() string) reply {
 	default: // trigError; firstTrigger checked the three digits
 		code, _ := strconv.Atoi(rest[:3])
 		return reply{status: code, errType: errorType(code)}
-	}
-}
-
-// firstTrigger finds the earliest trigger in text and the rest of its line.
-func firstTrigger(text string) (kw, rest string, ok bool) {
-	best := -1
-	for _, t := range []string{trigBash, trigWrite, trigTool, trigSlow, trigSay, trigError} {
-		at := indexTrigger(text, t)
-		if at >= 0 && (best < 0 || at < best) {
-			best, kw = at, t
-		}
-	}
-	if best < 0 {
-		return "", "", false
-	}
-	rest, _, _ = strings.Cut(text[best+len(kw):], "\n")
-	return kw, rest, true
-}
-
-// indexTrigger is strings.Index, except that ERROR_ only counts when an
-// error status (4xx or 5xx) follows it.
-func indexTrigger(text, kw string) int {
-	if kw != trigError {
-		return strings.Index(text, kw)
-	}
-	for off := 0; ; {
-		i := strings.Index(text[off:], kw)
-		if i < 0 {
-			return -1
-		}
-		at := off + i
-		if code, err := strconv.Atoi(text[at+len(kw) : min(at+len(kw)+3, len(text))]); err == nil && code >= 400 && code <= 599 {
-			return at
-		}
-		off = at + len(kw)
 	}
 }
 
@@ -195,4 +162,9 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n])
+}
+
+// firstTrigger finds the earliest trigger in text and the rest of its line.
+func firstTrigger(text string) (kw, rest string, ok bool) {
+	return fakehttp.FirstTrigger(text, trigBash, trigWrite, trigTool, trigSlow, trigSay, trigError)
 }

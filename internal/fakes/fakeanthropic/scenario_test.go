@@ -213,12 +213,6 @@ func TestMalformedBody(t *testing.T) {
 }
 
 func TestUnitHelpers(t *testing.T) {
-	if got := split("héllo wörld", 4); !slices.Equal(got, []string{"héll", "o wö", "rld"}) {
-		t.Errorf("split = %q", got)
-	}
-	if got := split("", 4); !slices.Equal(got, []string{""}) {
-		t.Errorf("split empty = %q", got)
-	}
 	if got := stripReminders("a<system-reminder>x</system-reminder>b<system-reminder>open"); got != "ab" {
 		t.Errorf("stripReminders = %q", got)
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"unicode/utf8"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 const (
@@ -122,7 +124,7 @@ func streamBlock(ctx context.Context, sse sseWriter, i int, b block, rep reply) 
 	}
 	for j, d := range deltas(b) {
 		if j > 0 {
-			if err := pause(ctx, rep.delay); err != nil {
+			if err := fakehttp.Pause(ctx, rep.delay); err != nil {
 				return err
 			}
 		}
@@ -138,37 +140,17 @@ func deltas(b block) []any {
 	var out []any
 	if b.kind == "tool_use" {
 		per := (utf8.RuneCount(b.input) + jsonPieces - 1) / jsonPieces
-		for _, p := range split(string(b.input), per) {
+		for _, p := range fakehttp.Split(string(b.input), per) {
 			out = append(out, jsonDelta{"input_json_delta", p})
 		}
 		return out
 	}
 	pieces := b.pieces
 	if pieces == nil {
-		pieces = split(b.text, textPieceRunes)
+		pieces = fakehttp.Split(b.text, textPieceRunes)
 	}
 	for _, p := range pieces {
 		out = append(out, textDelta{"text_delta", p})
-	}
-	return out
-}
-
-// split cuts s into pieces of at most n runes, never inside a rune. An
-// empty s gives one empty piece, so every block carries at least one delta.
-func split(s string, n int) []string {
-	if s == "" || n <= 0 {
-		return []string{s}
-	}
-	var out []string
-	for s != "" {
-		end, runes := 0, 0
-		for end < len(s) && runes < n {
-			_, size := utf8.DecodeRuneInString(s[end:])
-			end += size
-			runes++
-		}
-		out = append(out, s[:end])
-		s = s[end:]
 	}
 	return out
 }

@@ -125,3 +125,29 @@ func TestRecordsRequests(t *testing.T) {
 		t.Fatal("Requests hands out the server's own record")
 	}
 }
+
+// The earliest trigger wins; ERROR_ counts only with a status after it;
+// the rest of the trigger's line comes with it.
+func TestFirstTrigger(t *testing.T) {
+	for _, c := range []struct{ text, kw, rest string }{
+		{"say SLOW then SAY hi\nnext", "SLOW", " then SAY hi"},
+		{"x ERROR_5 ERROR_404 SLOW", fakehttp.ErrorTrigger, "404 SLOW"},
+		{"ERROR_200 only", "", ""},
+	} {
+		kw, rest, ok := fakehttp.FirstTrigger(c.text, "SAY ", "SLOW", fakehttp.ErrorTrigger)
+		if kw != c.kw || rest != c.rest || ok != (c.kw != "") {
+			t.Errorf("%q: %q %q %v", c.text, kw, rest, ok)
+		}
+	}
+}
+
+// Split never cuts a rune and always gives at least one piece.
+func TestSplit(t *testing.T) {
+	got := fakehttp.Split("héllo wörld", 3)
+	if strings.Join(got, "") != "héllo wörld" || len(got) != 4 || got[0] != "hél" {
+		t.Fatalf("%q", got)
+	}
+	if got := fakehttp.Split("", 3); len(got) != 1 || got[0] != "" {
+		t.Fatalf("empty: %q", got)
+	}
+}

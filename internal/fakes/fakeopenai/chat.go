@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // Wire shapes of Chat Completions (what OpenCode reads through
@@ -105,10 +107,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	cr.usage.TotalTokens = cr.usage.PromptTokens + cr.usage.CompletionTokens
 	w.Header().Set("X-Request-Id", "req_fake_"+n)
 	if !req.Stream {
-		if err := pause(r.Context(), rep.slowWait()); err != nil {
+		if err := fakehttp.Pause(r.Context(), rep.slowWait()); err != nil {
 			return
 		}
-		_ = writeJSON(w, http.StatusOK, cr.completion("call_fake_"+n))
+		_ = fakehttp.WriteJSON(w, http.StatusOK, cr.completion("call_fake_"+n))
 		return
 	}
 	if err := cr.stream(r.Context(), startSSE(w), "call_fake_"+n, req.StreamOptions.IncludeUsage); err != nil {
@@ -169,7 +171,7 @@ func (cr *chatReply) stream(ctx context.Context, sse sseWriter, callID string, w
 	} else {
 		for i, p := range cr.rep.textPieces() {
 			if i > 0 {
-				if err := pause(ctx, cr.rep.delay); err != nil {
+				if err := fakehttp.Pause(ctx, cr.rep.delay); err != nil {
 					return err
 				}
 			}

@@ -2,6 +2,8 @@ package fakeopenai
 
 import (
 	"strings"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // trigPatch asks for a file edit with Codex's apply_patch tool:
@@ -73,7 +75,7 @@ func (rr *responseReply) patchItem(done bool) customToolCallItem {
 }
 
 func (rr *responseReply) streamPatch(st *responsesStream) error {
-	for _, p := range split(rr.patch, 16) {
+	for _, p := range fakehttp.Split(rr.patch, 16) {
 		if err := st.emit("response.custom_tool_call_input.delta", customInputDeltaEvent{rr.itemID, 0, p}); err != nil {
 			return err
 		}

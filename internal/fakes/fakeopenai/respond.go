@@ -1,11 +1,12 @@
 package fakeopenai
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // apiError is the OpenAI error body.
@@ -48,7 +49,7 @@ func models() []modelInfo {
 // handleModels lists models the OpenAI way ("data"); the empty "models" is
 // the shape Codex's own model catalogue endpoint has, so either reader works.
 func handleModels(w http.ResponseWriter, _ *http.Request) {
-	_ = writeJSON(w, http.StatusOK, struct {
+	_ = fakehttp.WriteJSON(w, http.StatusOK, struct {
 		Object string      `json:"object"`
 		Data   []modelInfo `json:"data"`
 		Models []any       `json:"models"`
@@ -57,7 +58,7 @@ func handleModels(w http.ResponseWriter, _ *http.Request) {
 
 // handleModel serves any model id, since the clients accept any model name.
 func handleModel(w http.ResponseWriter, r *http.Request) {
-	_ = writeJSON(w, http.StatusOK, modelInfo{ID: r.PathValue("id"), Object: "model", Created: 1700000000, OwnedBy: "fake"})
+	_ = fakehttp.WriteJSON(w, http.StatusOK, modelInfo{ID: r.PathValue("id"), Object: "model", Created: 1700000000, OwnedBy: "fake"})
 }
 
 func handleNotFound(w http.ResponseWriter, r *http.Request) {
@@ -86,19 +87,5 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	e.Error.Message = msg
 	e.Error.Type = errorType(status)
 	w.Header().Set("X-Request-Id", "req_fake_error")
-	_ = writeJSON(w, status, e)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return fmt.Errorf("encode response: %w", err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("write response: %w", err)
-	}
-	return nil
+	_ = fakehttp.WriteJSON(w, status, e)
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // Wire shapes of the Responses API (what Codex reads).
@@ -142,12 +144,12 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", "req_fake_"+n)
 	usage := rr.usage(len(body))
 	if !req.Stream {
-		if err := pause(r.Context(), rep.slowWait()); err != nil {
+		if err := fakehttp.Pause(r.Context(), rep.slowWait()); err != nil {
 			return
 		}
 		res := rr.res
 		res.Status, res.Output, res.Usage = "completed", []any{rr.item(true)}, &usage
-		_ = writeJSON(w, http.StatusOK, res)
+		_ = fakehttp.WriteJSON(w, http.StatusOK, res)
 		return
 	}
 	if err := rr.stream(r.Context(), startSSE(w), usage); err != nil {
@@ -249,7 +251,7 @@ func (rr *responseReply) streamText(ctx context.Context, st *responsesStream) er
 	}
 	for i, p := range rr.rep.textPieces() {
 		if i > 0 {
-			if err := pause(ctx, rr.rep.delay); err != nil {
+			if err := fakehttp.Pause(ctx, rr.rep.delay); err != nil {
 				return err
 			}
 		}

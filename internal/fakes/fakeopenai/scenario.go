@@ -9,15 +9,17 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // Trigger words in the last user text. They are matched as case-sensitive
 // substrings; when several appear, the earliest one wins.
 const (
-	trigShell = "USE_SHELL" // USE_SHELL [command]: a shell tool call
-	trigSlow  = "SLOW"      // text streamed in Options.SlowChunks paced chunks
-	trigSay   = "SAY "      // SAY <text>: reply exactly <text>
-	trigError = "ERROR_"    // ERROR_<ddd>: that HTTP status, OpenAI error body
+	trigShell = "USE_SHELL"           // USE_SHELL [command]: a shell tool call
+	trigSlow  = "SLOW"                // text streamed in Options.SlowChunks paced chunks
+	trigSay   = "SAY "                // SAY <text>: reply exactly <text>
+	trigError = fakehttp.ErrorTrigger // ERROR_<ddd>: that HTTP status, OpenAI error body
 )
 
 const (
@@ -77,41 +79,6 @@ func title(prompt string) string {
 		return "Empty conversation"
 	}
 	return clip(line, maxTitle)
-}
-
-// firstTrigger finds the earliest trigger in text and the rest of its line.
-func firstTrigger(text string) (kw, rest string, ok bool) {
-	best := -1
-	for _, t := range []string{trigShell, trigSlow, trigSay, trigError} {
-		at := indexTrigger(text, t)
-		if at >= 0 && (best < 0 || at < best) {
-			best, kw = at, t
-		}
-	}
-	if best < 0 {
-		return "", "", false
-	}
-	rest, _, _ = strings.Cut(text[best+len(kw):], "\n")
-	return kw, rest, true
-}
-
-// indexTrigger is strings.Index, except that ERROR_ only counts when an
-// error status (4xx or 5xx) follows it.
-func indexTrigger(text, kw string) int {
-	if kw != trigError {
-		return strings.Index(text, kw)
-	}
-	for off := 0; ; {
-		i := strings.Index(text[off:], kw)
-		if i < 0 {
-			return -1
-		}
-		at := off + i
-		if code, err := strconv.Atoi(text[at+len(kw) : min(at+len(kw)+3, len(text))]); err == nil && code >= 400 && code <= 599 {
-			return at
-		}
-		off = at + len(kw)
-	}
 }
 
 func textReply(text string) reply {
@@ -204,4 +171,9 @@ func clip(s string, n int) string {
 // tokens estimates tokens the way the real API roughly counts: ~4 bytes each.
 func tokens(n int) int {
 	return max(1, n/4)
+}
+
+// firstTrigger finds the earliest trigger in text and the rest of its line.
+func firstTrigger(text string) (kw, rest string, ok bool) {
+	return fakehttp.FirstTrigger(text, trigShell, trigSlow, trigSay, trigError)
 }

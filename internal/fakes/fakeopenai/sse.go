@@ -1,13 +1,14 @@
 package fakeopenai
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 const (
@@ -67,48 +68,13 @@ func (r reply) textPieces() []string {
 	if r.pieces != nil {
 		return r.pieces
 	}
-	return split(r.text, textPieceRunes)
+	return fakehttp.Split(r.text, textPieceRunes)
 }
 
 // argPiecesOf cuts a call's arguments into argPieces deltas.
 func argPiecesOf(args json.RawMessage) []string {
 	per := (utf8.RuneCount(args) + argPieces - 1) / argPieces
-	return split(string(args), per)
-}
-
-// split cuts s into pieces of at most n runes, never inside a rune. An
-// empty s gives one empty piece, so every text carries at least one delta.
-func split(s string, n int) []string {
-	if s == "" || n <= 0 {
-		return []string{s}
-	}
-	var out []string
-	for s != "" {
-		end, runes := 0, 0
-		for end < len(s) && runes < n {
-			_, size := utf8.DecodeRuneInString(s[end:])
-			end += size
-			runes++
-		}
-		out = append(out, s[:end])
-		s = s[end:]
-	}
-	return out
-}
-
-// pause waits d, or less if ctx ends first (client gone or server closing).
-func pause(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stream stopped: %w", context.Cause(ctx))
-	}
+	return fakehttp.Split(string(args), per)
 }
 
 // slowWait is how long a non-streamed SLOW reply waits, as long as its
