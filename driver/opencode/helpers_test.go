@@ -3,9 +3,6 @@ package opencode
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -173,45 +170,12 @@ func (r *run) turnEnd() agent.Event {
 	return r.until("turn.completed", kindIs(agent.KindTurnCompleted))
 }
 
-// pidsWithEnv lists the live processes whose environment holds kv: what a
-// session's server (and anything it started) runs as.
-func pidsWithEnv(kv string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		for v := range bytes.SplitSeq(env, []byte{0}) {
-			if string(v) == kv && !zombie(pid) {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
-}
-
-func zombie(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
-}
-
 // waitNoProcs waits until no process runs with kv in its environment.
 func waitNoProcs(t *testing.T, kv string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pids := pidsWithEnv(kv)
+		pids := testenv.PIDsWithEnv(kv)
 		if len(pids) == 0 {
 			return
 		}

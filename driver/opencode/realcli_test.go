@@ -67,7 +67,7 @@ func TestRealCLITextTurn(t *testing.T) {
 	if !user {
 		t.Errorf("no user_message item for the prompt; seen %s", kinds(r.seen))
 	}
-	for _, pid := range pidsWithEnv("HOME=" + env.home) {
+	for _, pid := range testenv.PIDsWithEnv("HOME=" + env.home) {
 		status, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 		for line := range strings.SplitSeq(string(status), "\n") {
 			if strings.HasPrefix(line, "VmRSS:") {
@@ -370,7 +370,7 @@ func TestRealCLIKilled(t *testing.T) {
 	r := env.start(t, agent.StartRequest{})
 	r.prompt("SLOW")
 	r.until("a delta", kindIs(agent.KindItemDelta))
-	pids := pidsWithEnv("HOME=" + env.home)
+	pids := testenv.PIDsWithEnv("HOME=" + env.home)
 	if len(pids) == 0 {
 		t.Fatal("no server process found")
 	}
@@ -473,14 +473,14 @@ func TestRealCLIResume(t *testing.T) {
 		t.Errorf("forked Messages %+v, %v", items, err)
 	}
 
-	before := len(pidsWithEnv("HOME=" + env.home))
+	before := len(testenv.PIDsWithEnv("HOME=" + env.home))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err = env.driver.Start(ctx, agent.StartRequest{Workspace: env.ws, Home: env.home, Resume: "ses_nosuchsession"})
 	if !errors.Is(err, oc.ErrNotFound) {
 		t.Fatalf("resume of an unknown session: %v, want oc.ErrNotFound", err)
 	}
-	if after := len(pidsWithEnv("HOME=" + env.home)); after != before {
+	if after := len(testenv.PIDsWithEnv("HOME=" + env.home)); after != before {
 		t.Errorf("%d processes after a failed resume, %d before", after, before)
 	}
 }

@@ -10,7 +10,15 @@ import (
 // PIDsWithArg lists the live processes (zombies excluded) that have arg
 // among their command-line arguments, from /proc: how tests find what an
 // agent started and check that it is gone.
-func PIDsWithArg(arg string) []int {
+func PIDsWithArg(arg string) []int { return pidsWith("cmdline", arg) }
+
+// PIDsWithEnv lists the live processes with kv ("NAME=value") in their
+// environment: what a session started, marked by a variable of its own.
+func PIDsWithEnv(kv string) []int { return pidsWith("environ", kv) }
+
+// pidsWith lists the live processes whose /proc/PID/<file> (NUL-separated)
+// holds entry.
+func pidsWith(file, entry string) []int {
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -18,12 +26,12 @@ func PIDsWithArg(arg string) []int {
 		if err != nil {
 			continue
 		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		data, err := os.ReadFile("/proc/" + e.Name() + "/" + file)
 		if err != nil {
-			continue // gone meanwhile
+			continue // gone meanwhile, or not ours to read
 		}
-		for a := range bytes.SplitSeq(cmdline, []byte{0}) {
-			if string(a) == arg && !zombie(pid) {
+		for a := range bytes.SplitSeq(data, []byte{0}) {
+			if string(a) == entry && !zombie(pid) {
 				out = append(out, pid)
 				break
 			}
