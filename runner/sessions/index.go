@@ -45,6 +45,10 @@ func (x *index) save(info Info) error {
 		tmp.Close()
 		return fmt.Errorf("sessions: index: %w", err)
 	}
+	if err := tmp.Sync(); err != nil { // the rename must not outlive the content
+		tmp.Close()
+		return fmt.Errorf("sessions: index: %w", err)
+	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("sessions: index: %w", err)
 	}
