@@ -226,7 +226,7 @@ func agentRunnerJourney(t *testing.T, kind string) {
 			}
 			var past struct{ Items []agent.Item }
 			r.api.call("GET", "/v1/sessions/"+resumed.ID+"/messages", "", &past, "")
-			if r.kind != "claude" && !hasText(past.Items, "hello through the runner") { // Claude Code reports this session's only
+			if !hasText(past.Items, "hello through the runner") {
 				t.Fatalf("the resumed session's messages lack the first turn: %+v", past.Items)
 			}
 			resumedEvents := r.api.stream("/v1/sessions/" + resumed.ID + "/events")

@@ -62,6 +62,14 @@ func TestRealCLICanonicalClaude(t *testing.T) {
 			if got := r.turn(t, "SAY resumed"); got.Turn.Text != "resumed" || r.session.NativeID() != id {
 				t.Fatalf("resume: %+v in %s, want %s", got.Turn, r.session.NativeID(), id)
 			}
+			// Locally, the resumed session's messages begin with the
+			// conversation's past, read from the CLI's own store (through
+			// protocol v1 the store is the runner's: the sessions API's
+			// journey checks it there).
+			items, err := r.session.Messages(testCtx(t))
+			if name == "Local" && (err != nil || len(items) < 2 || items[0].Text != "SAY hello there" || items[len(items)-1].Text != "resumed") {
+				t.Fatalf("messages after the resume: %v %+v", err, items)
+			}
 		})
 	}
 }

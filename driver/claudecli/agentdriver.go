@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
 	"sync"
 	"time"
 
@@ -48,10 +49,31 @@ func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Se
 	}
 	opts.Resume, opts.ForkSession = req.Resume, req.Fork
 	s.prepare(&opts)
+	if req.Resume != "" && opts.Runner == nil {
+		s.past = d.past(opts, req.Resume)
+	}
 	if err := s.connect(ctx, opts); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// past is the conversation a resume continues, as the CLI keeps it in the
+// home it runs with; nothing when that cannot be read (the session goes
+// on, its Messages then start with the resume).
+func (d *Canonical) past(opts claude.Options, id string) []agent.Item {
+	home := opts.Env["HOME"]
+	if home == "" && !opts.ReplaceEnv {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
+		return nil
+	}
+	items, err := transcriptItems(home, id)
+	if err != nil && opts.Logger != nil {
+		opts.Logger.Warn("the resumed conversation's past could not be read", "session", id, "err", err)
+	}
+	return items
 }
 
 func newCanonicalSession(now func() time.Time, rewrite *bashRewriter) *canonicalSession {
@@ -105,6 +127,7 @@ type canonicalSession struct {
 	pending map[string]*pendingApproval
 	turn    bool
 	items   []*agent.Item // completed, as their events carry them (nobody changes an event's item)
+	past    []agent.Item  // a resumed conversation's, from the CLI's store
 	ended   bool
 
 	out       *outbox.Outbox
@@ -222,9 +245,10 @@ func (s *canonicalSession) Interrupt(ctx context.Context) error {
 func (s *canonicalSession) Messages(context.Context) ([]agent.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	items := make([]agent.Item, len(s.items))
-	for i, it := range s.items {
-		items[i] = *it
+	items := make([]agent.Item, 0, len(s.past)+len(s.items))
+	items = append(items, s.past...)
+	for _, it := range s.items {
+		items = append(items, *it)
 	}
 	return items, nil
 }

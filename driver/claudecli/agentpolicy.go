@@ -52,6 +52,13 @@ func (p *policyCanonical) Start(ctx context.Context, req agent.StartRequest) (ag
 		return nil, err
 	}
 	s.rewrite = rewrite
+	if req.Resume != "" && req.Home != "" { // the CLI's store is in the session's home
+		items, err := transcriptItems(req.Home, req.Resume)
+		if err != nil && p.d.cfg.Logger != nil {
+			p.d.cfg.Logger.Warn("the resumed conversation's past could not be read", "session", req.Resume, "err", err)
+		}
+		s.past = items
+	}
 	if err := s.connect(ctx, opts); err != nil {
 		return nil, err
 	}
