@@ -3,6 +3,7 @@ package claudecli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -88,6 +89,36 @@ func newCanonicalSession(now func() time.Time, rewrite *bashRewriter) *canonical
 func (s *canonicalSession) prepare(opts *claude.Options) {
 	opts.IncludePartialMessages = true
 	opts.CanUseTool = s.decide
+	host := opts.OnLineError
+	opts.OnLineError = func(err error) {
+		s.lineError(err)
+		if host != nil {
+			host(err)
+		}
+	}
+}
+
+// lineError reports a line of the CLI's output that could not be read
+// (not JSON, too long, cut off): an error event with the line as its raw
+// payload (a JSON string when it is not JSON); the session goes on.
+func (s *canonicalSession) lineError(err error) {
+	var raw json.RawMessage
+	var pe *cc.ParseError
+	if errors.As(err, &pe) {
+		if json.Valid(pe.Line) {
+			raw = append(raw, pe.Line...)
+		} else {
+			raw, _ = json.Marshal(string(pe.Line))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mapper == nil || s.ended {
+		return
+	}
+	e := s.mapper.event(agent.KindError, raw)
+	e.Error = &agent.Error{Code: agent.ErrorProtocol, Message: err.Error()}
+	s.out.Add(e)
 }
 
 // connect starts the CLI and the reader.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -154,5 +155,41 @@ func TestCanonicalCrash(t *testing.T) {
 	end := waitFor(t, ch, agent.KindSessionEnded)
 	if end.Session.Reason != "exited" || end.Error == nil || end.Error.Code != agent.ErrorAgentExit {
 		t.Fatalf("session ended %+v %+v", end.Session, end.Error)
+	}
+}
+
+// A line the CLI writes that is not a message (not JSON, null, a number)
+// is reported as an error event with the line as its raw payload, and the
+// turn goes on to its end.
+func TestCanonicalJunkLines(t *testing.T) {
+	d, dir := mockDriver(t, "junk")
+	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := events(t, s)
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	var reported []string
+	for e := waitFor(t, ch, agent.KindError); ; e = <-ch {
+		if err := e.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == agent.KindError {
+			if e.Error.Code != agent.ErrorProtocol {
+				t.Fatalf("error %+v", e.Error)
+			}
+			reported = append(reported, string(e.Raw))
+		}
+		if e.Kind == agent.KindTurnCompleted {
+			if e.Turn.Status != agent.TurnCompleted {
+				t.Fatalf("the turn ended %+v", e.Turn)
+			}
+			break
+		}
+	}
+	if !slices.Contains(reported, `"mock: this line is not JSON"`) || !slices.Contains(reported, "null") {
+		t.Fatalf("reported %q", reported)
 	}
 }
