@@ -94,19 +94,33 @@ func (m *canonicalMapper) message(msg cc.Message) []agent.Event {
 		if msg.Subtype == "init" {
 			return m.system(msg)
 		}
-		return append(m.ensureTurn(), m.system(msg)...)
+		start := m.ensureTurn()
+		return joined(start, m.system(msg))
 	case *cc.StreamEvent:
-		return append(m.ensureTurn(), m.streamEvent(msg)...)
+		start := m.ensureTurn()
+		return joined(start, m.streamEvent(msg))
 	case *cc.AssistantMessage:
-		return append(m.ensureTurn(), m.assistant(msg)...)
+		start := m.ensureTurn()
+		return joined(start, m.assistant(msg))
 	case *cc.UserMessage:
-		return append(m.ensureTurn(), m.toolResults(msg)...)
+		start := m.ensureTurn()
+		return joined(start, m.toolResults(msg))
 	case *cc.ResultMessage:
-		events := append(m.ensureTurn(), m.result(msg)...)
+		start := m.ensureTurn()
+		events := joined(start, m.result(msg))
 		m.turn = ""
 		return events
 	}
 	return nil
+}
+
+// joined is a turn's start, if one was needed, and then events; without
+// a start, events themselves (no copy for every line of a turn).
+func joined(start, events []agent.Event) []agent.Event {
+	if len(start) == 0 {
+		return events
+	}
+	return append(start, events...)
 }
 
 func (m *canonicalMapper) system(msg *cc.SystemMessage) []agent.Event {

@@ -142,13 +142,15 @@ func (r *agentRun) follow(ctx context.Context, sess agent.Session) turnOutcome {
 			out.usage = ev.Usage
 		case agent.KindTurnCompleted:
 			if out.end == nil {
-				out.end = &ev
+				end := ev // a copy: taking ev's address would move every event to the heap
+				out.end = &end
 				r.appr.stop() // nothing is left to decide
 				closeSession()
 			}
 		case agent.KindSessionEnded:
 			if out.end == nil {
-				out.ended = &ev
+				ended := ev
+				out.ended = &ended
 			}
 		}
 	}
