@@ -271,9 +271,16 @@ func scenarioControls(t *testing.T, tg target) {
 	if err := c.SetPermissionMode(ctx, "no-such-mode"); !errors.As(err, &ce) {
 		t.Fatalf("invalid mode: err = %v", err)
 	}
-	servers, err := c.MCPStatus(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// The CLI connects MCP servers in the background: right after
+	// initialize the list can still be empty.
+	var servers []claude.MCPServerStatus
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if servers, err = c.MCPStatus(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(servers) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if len(servers) != 1 || servers[0].Name != "calc" {
 		t.Fatalf("mcp_status = %+v", servers)
