@@ -112,15 +112,23 @@ func optionalDriver(kind, path string, cfg Config, proxies *keyProxies, log *slo
 		if err != nil {
 			return nil, err
 		}
-		return codex.New(codex.Config{CLIPath: path, Env: envList(p.env), HomeFiles: p.homeFiles, Sandbox: policy,
+		d, err := codex.New(codex.Config{CLIPath: path, Env: envList(p.env), HomeFiles: p.homeFiles, Sandbox: policy,
 			AllowUntestedVersion: cfg.AllowUntestedAgents, TurnTimeout: cfg.TurnTimeout, Logger: log})
+		if err != nil {
+			return nil, err // not a nil *codex.Driver in an interface
+		}
+		return d, nil
 	case "opencode":
 		p, err := openCodeProvider(env, runnerGetenv, proxies)
 		if err != nil {
 			return nil, err
 		}
-		return opencode.New(opencode.Config{CLIPath: path, Env: envList(p.env), HomeFiles: p.homeFiles, Sandbox: policy,
+		d, err := opencode.New(opencode.Config{CLIPath: path, Env: envList(p.env), HomeFiles: p.homeFiles, Sandbox: policy,
 			AllowUntestedVersion: cfg.AllowUntestedAgents, TurnTimeout: cfg.TurnTimeout, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 	return nil, fmt.Errorf("server: no driver for %s", kind)
 }

@@ -40,12 +40,21 @@ func agentDrivers() map[string]func(f *runFlags) (agent.Driver, error) {
 		// Locally, another version than the tested one runs with a
 		// warning: the user chose it.
 		"codex": func(f *runFlags) (agent.Driver, error) {
-			return codex.New(codex.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()})
+			return asDriver(codex.New(codex.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()}))
 		},
 		"opencode": func(f *runFlags) (agent.Driver, error) {
-			return opencode.New(opencode.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()})
+			return asDriver(opencode.New(opencode.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()}))
 		},
 	}
+}
+
+// asDriver is a driver constructor's result as an agent.Driver: nil, not
+// a nil pointer in an interface, when it failed.
+func asDriver[D agent.Driver](d D, err error) (agent.Driver, error) {
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // warnings logs warnings and worse to stderr.
