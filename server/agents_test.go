@@ -39,9 +39,13 @@ func get(t *testing.T, r *running, method, path, body string, out any) int {
 func TestAgentsOffered(t *testing.T) {
 	t.Setenv("PATH", "/usr/bin:/bin") // git, but no codex nor opencode
 	r := serve(t, "text", server.Config{Auth: auth.LoadOptions{Tokens: []string{tokenA}}})
-	var agents struct{ Agents map[string]any }
+	var agents struct {
+		Agents      map[string]any
+		Unavailable map[string]string
+	}
 	if code := get(t, r, "GET", "/v1/agents", "", &agents); code != 200 || len(agents.Agents) != 2 ||
-		agents.Agents["claude"] == nil || agents.Agents["mock"] == nil {
+		agents.Agents["claude"] == nil || agents.Agents["mock"] == nil ||
+		!strings.Contains(agents.Unavailable["codex"], "--cli codex=PATH") || agents.Unavailable["opencode"] == "" {
 		t.Fatalf("agents: %d %+v", code, agents)
 	}
 	var refused struct {

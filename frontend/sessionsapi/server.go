@@ -94,7 +94,11 @@ type api struct {
 }
 
 func (a *api) agents(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"agents": a.m.Agents()})
+	body := map[string]any{"agents": a.m.Agents()}
+	if u := a.m.Unavailable(); len(u) > 0 {
+		body["unavailable"] = u
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (a *api) list(w http.ResponseWriter, _ *http.Request) {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -167,6 +168,10 @@ func (m *Manager) Agents() map[string]agent.Capabilities {
 	}
 	return out
 }
+
+// Unavailable says, for the agent kinds the runner knows but cannot offer,
+// why.
+func (m *Manager) Unavailable() map[string]string { return maps.Clone(m.cfg.Unavailable) }
 
 // Create starts a session: it takes the workspace, starts the agent and
 // begins logging its events.
