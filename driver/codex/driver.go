@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -105,7 +104,7 @@ func New(cfg Config) (*Driver, error) {
 	if name == "" {
 		name = "codex"
 	}
-	path, err := lookPath(name, cfg.Env)
+	path, err := agentproc.FindCLI(name, cfg.Env)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCLINotFound, name, err)
 	}
@@ -125,28 +124,6 @@ func New(cfg Config) (*Driver, error) {
 		}
 	}
 	return &Driver{cfg: cfg, cliPath: path, version: version}, nil
-}
-
-// lookPath finds name as exec.LookPath does, on the PATH of env when env
-// sets one (the CLI runs with env, not with this process's environment).
-func lookPath(name string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			return "", err
-		}
-		return filepath.Abs(p)
-	}
-	if path, ok := agentproc.LookupEnv(env, "PATH"); ok {
-		for _, dir := range filepath.SplitList(path) {
-			p := filepath.Join(dir, name)
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-				return filepath.Abs(p)
-			}
-		}
-		return "", exec.ErrNotFound
-	}
-	return exec.LookPath(name)
 }
 
 // Name is "codex".

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -112,9 +110,13 @@ func New(cfg Config) (*Driver, error) {
 	if d.cfg.StartTimeout <= 0 {
 		d.cfg.StartTimeout = DefaultStartTimeout
 	}
-	cli, err := findCLI(cfg.CLIPath)
+	name := cfg.CLIPath
+	if name == "" {
+		name = agentName
+	}
+	cli, err := agentproc.FindCLI(name, cfg.Env)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrCLINotFound, err)
 	}
 	d.cli = cli
 	if cfg.Sandbox != nil {
@@ -137,24 +139,6 @@ func New(cfg Config) (*Driver, error) {
 		d.log.Warn("opencode: untested CLI version", "found", version, "tested", TestedVersion)
 	}
 	return d, nil
-}
-
-func findCLI(path string) (string, error) {
-	if path == "" {
-		p, err := exec.LookPath("opencode")
-		if err != nil {
-			return "", fmt.Errorf("%w: opencode is not on PATH", ErrCLINotFound)
-		}
-		return p, nil
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrCLINotFound, err)
-	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%w: %s is not an executable file", ErrCLINotFound, path)
-	}
-	return path, nil
 }
 
 // Name is "opencode".

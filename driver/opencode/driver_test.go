@@ -37,6 +37,12 @@ func TestNewFindsAndChecksTheCLI(t *testing.T) {
 	if _, err := New(Config{}); !errors.Is(err, ErrCLINotFound) {
 		t.Errorf("no CLI on PATH: %v", err)
 	}
+	// A bare name is looked up on PATH (a runner that found opencode there
+	// hands the driver its name).
+	t.Setenv("PATH", filepath.Dir(fakeCLI(t, TestedVersion, "exit 1")))
+	if _, err := New(Config{CLIPath: "opencode"}); err != nil {
+		t.Errorf("opencode on PATH by name: %v", err)
+	}
 	old := fakeCLI(t, "1.0.0", "exit 1")
 	var ve *VersionError
 	if _, err := New(Config{CLIPath: old}); !errors.As(err, &ve) || ve.Found != "1.0.0" || ve.Tested != TestedVersion || !errors.Is(err, ErrVersion) {

@@ -38,6 +38,33 @@ func Version(cli string, env []string, timeout time.Duration) (string, error) {
 	return v, nil
 }
 
+// FindCLI finds the executable name as exec.LookPath does, but a bare
+// name on the PATH of env when env sets one (the CLI runs with env, not
+// with this process's environment); the path it returns is absolute.
+func FindCLI(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(p)
+	}
+	if path, ok := LookupEnv(env, "PATH"); ok {
+		for _, dir := range filepath.SplitList(path) {
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return filepath.Abs(p)
+			}
+		}
+		return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(p)
+}
+
 // WriteHomeFiles writes files under home at their relative paths (mode
 // 0600, parents 0700), replacing what was there; a path that would leave
 // home is refused with ErrHomeFile.

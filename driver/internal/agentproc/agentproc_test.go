@@ -3,6 +3,7 @@ package agentproc_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -94,5 +95,31 @@ func TestVersion(t *testing.T) {
 	}
 	if _, err := agentproc.Version(cli, nil, 5e9); err == nil {
 		t.Error("a failing --version passed")
+	}
+}
+
+// A bare name is looked up on the PATH the CLI will run with, else this
+// process's; a path is taken as it is; what is found is absolute.
+func TestFindCLI(t *testing.T) {
+	dir := t.TempDir()
+	cli := filepath.Join(dir, "agent")
+	if err := os.WriteFile(cli, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := agentproc.FindCLI("agent", []string{"PATH=/nowhere:" + dir}); err != nil || p != cli {
+		t.Errorf("on env's PATH: %q %v", p, err)
+	}
+	if _, err := agentproc.FindCLI("agent", []string{"PATH=/nowhere"}); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("not on env's PATH: %v", err)
+	}
+	t.Setenv("PATH", dir)
+	if p, err := agentproc.FindCLI("agent", nil); err != nil || p != cli {
+		t.Errorf("on this process's PATH: %q %v", p, err)
+	}
+	if p, err := agentproc.FindCLI(cli, []string{"PATH=/nowhere"}); err != nil || p != cli {
+		t.Errorf("a path: %q %v", p, err)
+	}
+	if _, err := agentproc.FindCLI(dir, nil); err == nil {
+		t.Error("a directory was taken for the CLI")
 	}
 }
