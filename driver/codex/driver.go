@@ -177,11 +177,7 @@ func (d *Driver) command(req agent.StartRequest, env []string) (*transport.Comma
 	if d.cfg.Sandbox == nil {
 		return cmd, nil
 	}
-	policy := *d.cfg.Sandbox
-	policy.Workspace, policy.Home, policy.Network = req.Workspace, req.Home, true
-	policy.Env = agentproc.EnvMap(env)
-	policy.ReadOnly = append(append([]string(nil), policy.ReadOnly...), agentproc.CLIDirs(d.cliPath)...)
-	path, wrapped, wenv, err := policy.Wrap(d.cliPath, args)
+	path, wrapped, wenv, err := agentproc.Sandboxed(*d.cfg.Sandbox, req.Workspace, req.Home, d.cliPath, args, env)
 	if err != nil {
 		return nil, fmt.Errorf("codex: sandbox: %w", err)
 	}

@@ -77,10 +77,7 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, e
 	}
 	path, args := d.cli, []string{"serve", "--hostname", "127.0.0.1", "--port", "0"}
 	if d.cfg.Sandbox != nil {
-		policy := *d.cfg.Sandbox
-		policy.Workspace, policy.Home, policy.Network = req.Workspace, req.Home, true
-		policy.Env = agentproc.EnvMap(env)
-		path, args, env, err = policy.Wrap(path, args)
+		path, args, env, err = agentproc.Sandboxed(*d.cfg.Sandbox, req.Workspace, req.Home, path, args, env)
 		if err != nil {
 			return nil, fmt.Errorf("opencode: sandbox: %w", err)
 		}

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tetherhq/tether/runner/sandbox"
 )
 
 // ErrHomeFile: a home file's path leaves the home.
@@ -63,6 +65,18 @@ func FindCLI(name string, env []string) (string, error) {
 		return "", err
 	}
 	return filepath.Abs(p)
+}
+
+// Sandboxed is the command that runs cli with args under a copy of policy
+// for one session: its workspace and home bound read-write, env as its
+// whole environment, the network on (the agent reaches its model API and,
+// for a server, its own port), and the CLI's installation readable even
+// where the policy hides it (/tmp, the runner's directories).
+func Sandboxed(policy sandbox.Policy, workspace, home, cli string, args, env []string) (path string, wrapped, wrappedEnv []string, err error) {
+	policy.Workspace, policy.Home, policy.Network = workspace, home, true
+	policy.Env = EnvMap(env)
+	policy.ReadOnly = append(slices.Clip(policy.ReadOnly), CLIDirs(cli)...)
+	return policy.Wrap(cli, args)
 }
 
 // WriteHomeFiles writes files under home at their relative paths (mode

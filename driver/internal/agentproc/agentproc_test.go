@@ -6,9 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tetherhq/tether/driver/internal/agentproc"
+	"github.com/tetherhq/tether/runner/sandbox"
 )
 
 func TestWriteHomeFiles(t *testing.T) {
@@ -121,5 +123,36 @@ func TestFindCLI(t *testing.T) {
 	}
 	if _, err := agentproc.FindCLI(dir, nil); err == nil {
 		t.Error("a directory was taken for the CLI")
+	}
+}
+
+// A sandboxed CLI installed under /tmp (which the sandbox replaces with
+// its own) is still there inside: its npm tree is bound read-only.
+func TestSandboxedShowsTheCLI(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skipf("bubblewrap is not installed: %v", err)
+	}
+	root, err := os.MkdirTemp("/tmp", "agentproc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	bin := filepath.Join(root, "node_modules", ".bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(bin, "agent")
+	if err := os.WriteFile(cli, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws, home := t.TempDir(), t.TempDir()
+	_, args, env, err := agentproc.Sandboxed(sandbox.Policy{}, ws, home, cli, []string{"serve"}, []string{"A=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(args, " ")
+	if !strings.Contains(joined, "--ro-bind "+filepath.Join(root, "node_modules")) || !strings.HasSuffix(joined, cli+" serve") ||
+		!slices.Contains(env, "A=1") {
+		t.Fatalf("args %s env %q", joined, env)
 	}
 }
