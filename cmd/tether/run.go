@@ -223,25 +223,36 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg.Prompt, err = console.ReadPrompt(args, os.Stdin)
-	if err != nil {
-		if errors.Is(err, console.ErrEmptyPrompt) {
-			return err
-		}
-		fmt.Fprintln(os.Stderr, "tether:", err)
-		return exitCode(console.ExitFailed)
+	if cfg.Prompt, err = readPrompt(args); err != nil {
+		return err
 	}
 	cfg, closeTTY := console.WithStdio(cfg)
 	defer closeTTY()
-	// Ctrl-C belongs to this command while it runs: console.Run turns the
-	// first into an interrupt and the second into a cancel. SIGTERM (a
-	// supervisor, a shell's kill) gets the same: the turn ends and the
-	// summary is printed.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs, stop := interrupts()
+	defer stop()
 	cfg.Interrupts = sigs
 	return codeErr(console.Run(cmd.Context(), cfg))
+}
+
+// readPrompt is PROMPT, or stdin for "-". An empty one is the command
+// line's fault; a prompt that could not be read is not.
+func readPrompt(args []string) (string, error) {
+	prompt, err := console.ReadPrompt(args, os.Stdin)
+	if err != nil && !errors.Is(err, console.ErrEmptyPrompt) {
+		fmt.Fprintln(os.Stderr, "tether:", err)
+		return "", exitCode(console.ExitFailed)
+	}
+	return prompt, err
+}
+
+// interrupts delivers Ctrl-C and SIGTERM to the run until stop: the
+// first interrupts the turn, the second stops waiting. SIGTERM (a
+// supervisor, a shell's kill) gets the same as Ctrl-C: the turn ends and
+// the summary is printed.
+func interrupts() (sigs <-chan os.Signal, stop func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
 }
 
 // config turns the flags into a console.Config. Its errors are usage

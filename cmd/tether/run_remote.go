@@ -1,12 +1,8 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -25,13 +21,9 @@ func (f *runFlags) runRemote(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	prompt, err := console.ReadPrompt(args, os.Stdin)
+	prompt, err := readPrompt(args)
 	if err != nil {
-		if errors.Is(err, console.ErrEmptyPrompt) {
-			return err
-		}
-		fmt.Fprintln(os.Stderr, "tether:", err)
-		return exitCode(console.ExitFailed)
+		return err
 	}
 	base := apiBase(f.runner)
 	token := runnerToken(f.runnerToken, base, os.Getenv, cmd.ErrOrStderr())
@@ -47,9 +39,8 @@ func (f *runFlags) runRemote(cmd *cobra.Command, args []string) error {
 	default: // deny, or nobody to ask
 		o.Attach.Decide = agent.Deny
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs, stop := interrupts()
+	defer stop()
 	o.Interrupts = sigs
 	return codeErr(sessionscmd.Run(cmd.Context(), e, o))
 }
