@@ -91,10 +91,6 @@ func canonicalDrivers(cfg Config, claude *claudecli.Driver, proxies *keyProxies,
 	return drivers, unavailable, nil
 }
 
-// runnerGetenv is the runner's own environment, where agents' provider
-// configuration is found.
-func runnerGetenv(name string) string { return os.Getenv(name) }
-
 // optionalDriver is the driver of kind with its CLI at path, under the
 // runner's policy: its slice of the environment, the runner's provider
 // configuration in each session's home (keys behind proxies when
@@ -108,7 +104,7 @@ func optionalDriver(kind, path string, cfg Config, proxies *keyProxies, log *slo
 	log = log.With("agent", kind)
 	switch kind {
 	case "codex":
-		p, err := codexProvider(env, runnerGetenv, proxies)
+		p, err := codexProvider(env, os.Getenv, proxies)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +115,7 @@ func optionalDriver(kind, path string, cfg Config, proxies *keyProxies, log *slo
 		}
 		return d, nil
 	case "opencode":
-		p, err := openCodeProvider(env, runnerGetenv, proxies)
+		p, err := openCodeProvider(env, os.Getenv, proxies)
 		if err != nil {
 			return nil, err
 		}
