@@ -265,7 +265,11 @@ func checkResumeAcrossLoss(t *testing.T, p *serveProc, id string, ws *websocket.
 // on with the restarted agent.
 func TestServeSDKSurvivesSIGKILL(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	cli := mockCLI(t, "text", 0, mockclaude.EnvN+"=3000")
+	// A turn long enough that the runner is still relaying it when the
+	// host, at its 100th message, kills it: with 3,000 messages the runner
+	// had now and then logged the whole turn by then (20 ms), and the
+	// resumed host rightly got its result.
+	cli := mockCLI(t, "text", 0, mockclaude.EnvN+"=100000")
 	p := startServe(t, cleanEnv(), "--cli", cli, "--data", data)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
 	defer cancel()
