@@ -99,7 +99,7 @@ func optionalDriver(kind, path string, cfg Config, proxies *keyProxies, log *slo
 	env := agentEnv(kind, os.Environ(), cfg.AgentEnv)
 	var policy *sandbox.Policy
 	if cfg.Sandbox {
-		policy = &sandbox.Policy{Hide: []string{cfg.WorkspaceRoot, cfg.DataDir}, ToolNetwork: cfg.AllowToolNetwork}
+		policy = &sandbox.Policy{Hide: []string{cfg.WorkspaceRoot, cfg.DataDir}, ReadOnly: cfg.SandboxReadOnly, ToolNetwork: cfg.AllowToolNetwork}
 	}
 	log = log.With("agent", kind)
 	switch kind {

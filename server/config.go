@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -59,6 +61,15 @@ func (cfg Config) resolved() (Config, error) {
 			return cfg, err
 		}
 	}
+	cfg.SandboxReadOnly = slices.Clone(cfg.SandboxReadOnly)
+	for i := range cfg.SandboxReadOnly {
+		if err := (pathField{"SandboxReadOnly", &cfg.SandboxReadOnly[i]}).makeAbs(); err != nil {
+			return cfg, err
+		}
+	}
+	if err := cfg.checkSandboxReadOnly(); err != nil {
+		return cfg, err
+	}
 	for kind, p := range cfg.CLIs {
 		if strings.Contains(p, "/") {
 			if err := (pathField{"CLIs." + kind, &p}).makeAbs(); err != nil {
@@ -68,6 +79,25 @@ func (cfg Config) resolved() (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// checkSandboxReadOnly refuses an extra read-only path of the sandbox that
+// would show agents the runner's own secrets: its token file or TLS files
+// (the data directory and workspaces stay hidden inside it anyway). Each
+// path must exist; the sandbox's probe at start mounts them all.
+func (cfg Config) checkSandboxReadOnly() error {
+	for _, ro := range cfg.SandboxReadOnly {
+		if _, err := os.Stat(ro); err != nil {
+			return &ConfigError{Field: "SandboxReadOnly", Reason: fmt.Sprintf("--sandbox-ro %s: %v", ro, err)}
+		}
+		for _, secret := range []pathField{{"token file", &cfg.Auth.File}, {"TLS key", &cfg.TLSKey}, {"TLS certificate", &cfg.TLSCert}} {
+			if *secret.p != "" && (*secret.p == ro || strings.HasPrefix(*secret.p, strings.TrimSuffix(ro, "/")+"/")) {
+				return &ConfigError{Field: "SandboxReadOnly", Reason: fmt.Sprintf(
+					"--sandbox-ro %s would show agents the runner's %s (%s)", ro, secret.name, *secret.p)}
+			}
+		}
+	}
+	return nil
 }
 
 // pathField is a path of a Config, by name.

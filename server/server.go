@@ -52,6 +52,11 @@ type Config struct {
 	TLSCert     string
 	TLSKey      string
 	Sandbox     bool
+	// SandboxReadOnly are paths agents may read besides the sandbox's
+	// minimal view of the system (--sandbox-ro): a shared toolchain, a
+	// package cache. Each must exist, and none may hold the token file or
+	// the TLS files.
+	SandboxReadOnly []string
 	// AllowToolNetwork lets sessions ask for network in Bash commands.
 	AllowToolNetwork bool
 	// AgentEnv are extra variables of this process's environment to hand
@@ -349,6 +354,7 @@ func driverConfig(cfg Config, env map[string]string, log *slog.Logger) claudecli
 	if cfg.Sandbox {
 		dc.Sandbox = &claudecli.SandboxConfig{
 			Hide:             []string{cfg.WorkspaceRoot, cfg.DataDir},
+			ReadOnly:         cfg.SandboxReadOnly,
 			AllowToolNetwork: cfg.AllowToolNetwork,
 		}
 	}

@@ -63,6 +63,11 @@ type Command struct {
 	// asked for by name that is not available fails Connect with
 	// ErrContainmentUnavailable.
 	Containment Containment
+	// ExtraFiles become the child's descriptors 3, 4, … (exec.Cmd's
+	// ExtraFiles): for a sandbox that reads its own files from them.
+	// They serve one start: Connect closes them once the child has them,
+	// or has failed to start.
+	ExtraFiles []*os.File
 }
 
 // Connect starts the process. ctx bounds the start only; the process lives
@@ -71,6 +76,7 @@ type Command struct {
 // the group id cannot have been reused by then), and so is what Containment
 // caught outside the group.
 func (c *Command) Connect(ctx context.Context) (Conn, error) {
+	defer closeAll(c.ExtraFiles...)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -114,7 +120,7 @@ func (c *Command) startIn(f *fence) (*commandConn, error) {
 
 func (c *Command) startProcess(f *fence) (*commandConn, error) {
 	cmd := exec.Command(c.Path, c.Args...)
-	cmd.Env, cmd.Dir = c.Env, c.Dir
+	cmd.Env, cmd.Dir, cmd.ExtraFiles = c.Env, c.Dir, c.ExtraFiles
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	f.prepare(cmd)
 	// Our own pipes, not exec's: Wait must never close stdout while

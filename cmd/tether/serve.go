@@ -107,6 +107,7 @@ func newServeCmd() *cobra.Command {
 	fl.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate `FILE` (serves wss://)")
 	fl.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key `FILE`")
 	fl.StringVar(&sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")
+	fl.StringArrayVar(&cfg.SandboxReadOnly, "sandbox-ro", nil, "also show agents this `PATH`, read-only (repeatable): a shared toolchain, a package cache")
 	fl.BoolVar(&cfg.AllowToolNetwork, "allow-tool-network", false, "let sessions ask for network in Bash commands")
 	fl.BoolVar(&cfg.AllowUntestedAgents, "allow-untested-agents", false,
 		"run Codex and OpenCode CLIs of another version than the tested one (codex 0.169.0, opencode 1.18.33)")

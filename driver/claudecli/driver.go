@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tetherhq/tether/claude"
@@ -35,6 +36,9 @@ type SandboxConfig struct {
 	// Hide are directories no session may see (the workspaces root, the
 	// runner's data directory).
 	Hide []string
+	// ReadOnly are paths every session may read besides the system view
+	// and the CLI's installation (the operator's choice).
+	ReadOnly []string
 	// AllowToolNetwork lets a session ask for network in Bash commands.
 	AllowToolNetwork bool
 }
@@ -55,7 +59,8 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	if cfg.Sandbox != nil {
-		if err := sandbox.Available(); err != nil {
+		probe := sandbox.Policy{Hide: cfg.Sandbox.Hide, ReadOnly: cfg.Sandbox.ReadOnly}
+		if err := probe.Available(); err != nil {
 			return nil, fmt.Errorf("claudecli: sandbox: %w", err)
 		}
 	}
@@ -132,7 +137,7 @@ func (d *Driver) launch(spec runner.AgentSpec, prepare func(*claude.Options)) (c
 	if prepare != nil {
 		prepare(&opts)
 	}
-	cmd, policy, err := d.command(&opts, spec)
+	cmd, policy, err := d.command(&opts, spec, o.ToolNetwork)
 	if err != nil {
 		return claude.Options{}, nil, nil, err
 	}
@@ -168,7 +173,7 @@ func (d *Driver) env(home string) map[string]string {
 }
 
 // command builds the CLI's command line, wrapped in the sandbox if any.
-func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transport.Command, *sandbox.Policy, error) {
+func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec, toolNetwork bool) (*transport.Command, *sandbox.Policy, error) {
 	args, err := opts.CommandArgs()
 	if err != nil {
 		return nil, nil, err
@@ -180,14 +185,17 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec) (*transpor
 	}
 	// The sandbox's environment is the whole of the CLI's: the runner's
 	// allowed variables plus what the SDK sets (entrypoint, SDK version).
+	// Its Bash commands run in nested sandboxes (bashRewriter) unless the
+	// session has tool network.
 	policy := &sandbox.Policy{
 		Workspace: spec.Workspace, Dir: opts.Cwd, Home: spec.Home, Hide: d.cfg.Sandbox.Hide,
-		ReadOnly: agentproc.CLIDirs(d.cliPath), Env: agentproc.EnvMap(cmd.Env), Network: true,
+		ReadOnly: append(slices.Clip(d.cfg.Sandbox.ReadOnly), agentproc.CLIDirs(d.cliPath, cmd.Env)...),
+		Env:      agentproc.EnvMap(cmd.Env), Network: true, NestedSandboxes: !toolNetwork,
 	}
-	path, wrapped, env, err := policy.Wrap(d.cliPath, args)
+	sc, err := policy.Wrap(d.cliPath, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd.Path, cmd.Args, cmd.Env = path, wrapped, env
+	cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = sc.Path, sc.Args, sc.Env, sc.Files
 	return cmd, policy, nil
 }

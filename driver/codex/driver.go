@@ -177,11 +177,15 @@ func (d *Driver) command(req agent.StartRequest, env []string) (*transport.Comma
 	if d.cfg.Sandbox == nil {
 		return cmd, nil
 	}
-	path, wrapped, wenv, err := agentproc.Sandboxed(*d.cfg.Sandbox, req.Workspace, req.Home, d.cliPath, args, env)
+	// Codex runs its commands in a sandbox of its own (workspace-write, no
+	// network), built with bubblewrap: it needs to create namespaces.
+	policy := *d.cfg.Sandbox
+	policy.NestedSandboxes = true
+	sc, err := agentproc.Sandboxed(policy, req.Workspace, req.Home, d.cliPath, args, env)
 	if err != nil {
 		return nil, fmt.Errorf("codex: sandbox: %w", err)
 	}
-	cmd.Path, cmd.Args, cmd.Env = path, wrapped, wenv
+	cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = sc.Path, sc.Args, sc.Env, sc.Files
 	return cmd, nil
 }
 

@@ -75,15 +75,16 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, e
 	if err != nil {
 		return nil, err
 	}
-	path, args := d.cli, []string{"serve", "--hostname", "127.0.0.1", "--port", "0"}
+	cmd := &transport.Command{Path: d.cli, Args: []string{"serve", "--hostname", "127.0.0.1", "--port", "0"}, Env: env,
+		Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace,
+		Logger: d.log, Stderr: func(line string) { d.log.Debug("opencode: stderr", "line", line) }}
 	if d.cfg.Sandbox != nil {
-		path, args, env, err = agentproc.Sandboxed(*d.cfg.Sandbox, req.Workspace, req.Home, path, args, env)
+		sc, err := agentproc.Sandboxed(*d.cfg.Sandbox, req.Workspace, req.Home, cmd.Path, cmd.Args, env)
 		if err != nil {
 			return nil, fmt.Errorf("opencode: sandbox: %w", err)
 		}
+		cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = sc.Path, sc.Args, sc.Env, sc.Files
 	}
-	cmd := &transport.Command{Path: path, Args: args, Env: env, Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace,
-		Logger: d.log, Stderr: func(line string) { d.log.Debug("opencode: stderr", "line", line) }}
 	conn, err := cmd.Connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("opencode: start: %w", err)

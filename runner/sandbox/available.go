@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"os/exec"
-	"strconv"
 	"time"
 )
 
@@ -11,15 +10,17 @@ import (
 const probeTimeout = 10 * time.Second
 
 // Available checks that bwrap is installed and can build the sandbox here:
-// first the simplest one (bwrap --ro-bind / / true), then one with every
-// namespace Wrap asks for and, inside it, the nested network-less sandbox
-// BashCommand uses. The error is an *UnavailableError.
+// first the simplest one (bwrap --ro-bind / / true), then the agent's
+// view with its seccomp filter and, inside it, the nested network-less
+// sandbox BashCommand uses. The error is an *UnavailableError; bwrap's own
+// words in it name the mount that failed.
 func Available() error {
 	return Policy{}.Available()
 }
 
 // Available is the package-level Available for this policy's BwrapPath,
-// UID and GID.
+// UID and GID, Hide and ReadOnly: each of those paths is checked, and
+// mounted in the probe.
 func (p Policy) Available() error {
 	bwrap, err := p.bwrap()
 	if err != nil {
@@ -29,25 +30,36 @@ func (p Policy) Available() error {
 	if err != nil {
 		return &UnavailableError{Path: bwrap, Probe: "look up true", Err: err}
 	}
-	if err := probe(bwrap, "bwrap --ro-bind / / true", "--ro-bind", "/", "/", truePath); err != nil {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return &UnavailableError{Path: bwrap, Probe: "look up bash", Err: err}
+	}
+	if err := probe(bwrap, "bwrap --ro-bind / / true", nil, "--ro-bind", "/", "/", truePath); err != nil {
 		return err
 	}
-	uid, gid := p.ids()
-	args := []string{
-		"--die-with-parent", "--new-session",
-		"--unshare-user", "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid),
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--",
+	p.Network, p.ToolNetwork, p.NestedSandboxes = true, false, true
+	mounts, err := p.mounts("", "")
+	if err != nil {
+		return err
 	}
-	args = append(args, nestedArgs(bwrap)...)
-	args = append(args, truePath)
-	return probe(bwrap, "the full sandbox with a nested one inside", args...)
+	args, data, err := p.view("/nonexistent", mounts)
+	if err != nil {
+		return err
+	}
+	args = append(args, "--", bash, "-c", BashCommand(p, truePath))
+	return probe(bwrap, "the agent's view with a nested sandbox inside", data, args...)
 }
 
-func probe(bwrap, what string, args ...string) error {
+func probe(bwrap, what string, data [][]byte, args ...string) error {
+	files, err := dataFiles(data)
+	if err != nil {
+		return err
+	}
+	defer (&Command{Files: files}).Close()
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bwrap, args...)
+	cmd.ExtraFiles = files
 	cmd.Env = []string{"PATH=" + DefaultPath}
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
 )
 
@@ -16,7 +17,8 @@ import (
 // The command travels as one single-quoted word, so any string, with
 // quotes, $, backticks or newlines, reaches bash -c exactly as written. If
 // the nested sandbox cannot be made the command fails rather than running
-// with network.
+// with network. With p.NestedSandboxes the command also runs under
+// FilterStrict (Wrap must have had it too, for the filter's file).
 func BashCommand(p Policy, command string) string {
 	if p.ToolNetwork || !p.Network {
 		return command
@@ -40,12 +42,23 @@ func BashCommand(p Policy, command string) string {
 	for _, name := range toolEnv {
 		b.WriteString(`--setenv ` + name + ` "$` + name + `" `)
 	}
+	if p.NestedSandboxes {
+		// FilterStrict, from the file Wrap put in the agent's sandbox.
+		b.WriteString("--seccomp " + strconv.Itoa(toolFilterFD) + " ")
+	}
 	for _, w := range []string{"--", bash, "-c", command} {
 		b.WriteString(shellQuote(w))
 		b.WriteByte(' ')
 	}
+	if p.NestedSandboxes {
+		b.WriteString(strconv.Itoa(toolFilterFD) + "<" + toolFilterPath)
+	}
 	return strings.TrimSuffix(b.String(), " ")
 }
+
+// toolFilterFD is the descriptor a nested sandbox reads its seccomp
+// filter from.
+const toolFilterFD = 9
 
 // WrappedMarker is a run of words every command BashCommand wraps holds
 // (and JSON keeps as it is), so a caller can pass over, cheaply, text

@@ -36,10 +36,12 @@ func TestEnvironmentIsExactlyThePolicys(t *testing.T) {
 		t.Fatalf("environment inside:\n%q\nwant:\n%q\nstderr %s", got, want, r.stderr)
 	}
 	// Secrets travel in bwrap's environment, never on its command line.
-	_, argv, env, err := p.Wrap("/bin/true", nil)
+	sc, err := p.Wrap("/bin/true", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc.Close()
+	argv, env := sc.Args, sc.Env
 	if strings.Contains(strings.Join(argv, " "), "sk-agent-key") || !slices.Contains(env, "ANTHROPIC_API_KEY=sk-agent-key") {
 		t.Fatalf("argv %q env %q", argv, env)
 	}

@@ -89,14 +89,14 @@ type result struct {
 // run runs path args inside the sandbox and waits for it.
 func run(t *testing.T, p sandbox.Policy, path string, args ...string) result {
 	t.Helper()
-	bwrap, argv, env, err := p.Wrap(path, args)
+	sc, err := p.Wrap(path, args)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer sc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bwrap, argv...)
-	cmd.Env = env
+	cmd := command(ctx, sc)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -105,6 +105,13 @@ func run(t *testing.T, p sandbox.Policy, path string, args ...string) result {
 		t.Fatal(err)
 	}
 	return result{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
+}
+
+// command is the exec.Cmd of a sandboxed command.
+func command(ctx context.Context, sc *sandbox.Command) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, sc.Path, sc.Args...)
+	cmd.Env, cmd.ExtraFiles = sc.Env, sc.Files
+	return cmd
 }
 
 // sh runs a /bin/sh script inside the sandbox; bash the same with bash.

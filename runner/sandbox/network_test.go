@@ -42,6 +42,7 @@ func TestBashCommandHasNoNetwork(t *testing.T) {
 	l := listen(t)
 	p := f.policy()
 	p.Network = true // the agent process has network; its tools must not
+	p.NestedSandboxes = true
 	cmd := connect(l) + "; echo from-tool > tool.txt && cat tool.txt; id -u"
 	r := bash(t, p, sandboxBash(p, cmd))
 	if r.stdout != "refused\nfrom-tool\n1000\n" || l.accepted.Load() != 0 {

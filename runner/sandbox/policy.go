@@ -32,12 +32,15 @@ type Policy struct {
 	// Home is the agent's private home, bound read-write at the same path;
 	// it becomes $HOME.
 	Home string
-	// Hide are directories made invisible (an empty tmpfs over each): the
-	// workspaces root, the runner's data directory. They must exist.
+	// Hide are directories made invisible (an empty tmpfs over each), even
+	// where a ReadOnly path would show them: the workspaces root, the
+	// runner's data. They must exist.
 	Hide []string
-	// ReadOnly are extra read-only binds at the same path, for things
-	// inside a hidden directory the agent must still read (the whole
-	// system is read-only anyway).
+	// ReadOnly are directories or files the agent may read, bound
+	// read-only at the same path: the agent CLI's installation, and what
+	// the operator adds (a shared toolchain, a package cache). Nothing of
+	// the host is visible but these, the system view (see Wrap), the
+	// workspace and the home.
 	ReadOnly []string
 	// Env is the ONLY environment the agent gets, plus HOME (Home), TMPDIR
 	// (/tmp), PATH (DefaultPath unless Env sets it) and PWD (Workspace,
@@ -49,6 +52,12 @@ type Policy struct {
 	// ToolNetwork lets the agent's Bash commands use the network too; see
 	// BashCommand.
 	ToolNetwork bool
+	// NestedSandboxes lets the agent build sandboxes inside its own, as
+	// BashCommand's commands do: it keeps the system calls that takes
+	// (creating namespaces, mounting in them), which FilterStrict
+	// refuses, and the commands it runs through BashCommand get
+	// FilterStrict. Without it the agent itself runs under FilterStrict.
+	NestedSandboxes bool
 	// UID and GID inside the sandbox; zero means DefaultUID, DefaultGID.
 	UID, GID int
 	// BwrapPath is the bwrap executable; empty means "bwrap" on PATH.
@@ -82,30 +91,40 @@ func (p *Policy) ids() (uid, gid int) {
 // existing directory, and returns it with symlinks resolved (bwrap mounts
 // the real path, so every later prefix check must see it too).
 func cleanDir(field, dir string) (string, error) {
+	real, err := cleanPath(field, dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", &PolicyError{Field: field, Reason: fmt.Sprintf("%q %v", dir, err)}
+	}
+	if !fi.IsDir() {
+		return "", &PolicyError{Field: field, Reason: fmt.Sprintf("%q is not a directory", dir)}
+	}
+	return real, nil
+}
+
+// cleanPath checks that a policy path is absolute, not "/", and exists,
+// and returns it with symlinks resolved.
+func cleanPath(field, path string) (string, error) {
 	bad := func(reason string) error {
-		return &PolicyError{Field: field, Reason: fmt.Sprintf("%q %s", dir, reason)}
+		return &PolicyError{Field: field, Reason: fmt.Sprintf("%q %s", path, reason)}
 	}
 	switch {
-	case dir == "":
+	case path == "":
 		return "", bad("is empty")
-	case !filepath.IsAbs(dir):
+	case !filepath.IsAbs(path):
 		return "", bad("is not absolute")
-	case strings.ContainsAny(dir, "\x00"):
+	case strings.ContainsAny(path, "\x00"):
 		return "", bad("contains NUL")
 	}
-	real, err := filepath.EvalSymlinks(dir)
+	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return "", bad(err.Error())
 	}
 	if real == "/" {
 		return "", bad("is the root directory")
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", bad(err.Error())
-	}
-	if !fi.IsDir() {
-		return "", bad("is not a directory")
 	}
 	return real, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tetherhq/tether/runner/sandbox"
@@ -16,36 +17,64 @@ func TestWrapArgv(t *testing.T) {
 	p := f.policy()
 	p.Network = true
 	p.ReadOnly = []string{f.data + "/../data"} // cleaned and resolved
-	bwrap, argv, env, err := p.Wrap("/usr/bin/agent", []string{"--flag", "x y"})
+	sc, err := p.Wrap("/usr/bin/agent", []string{"--flag", "x y"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !filepath.IsAbs(bwrap) || filepath.Base(bwrap) != "bwrap" {
-		t.Fatalf("bwrap %q", bwrap)
+	sc.Close()
+	argv := sc.Args
+	if !filepath.IsAbs(sc.Path) || filepath.Base(sc.Path) != "bwrap" {
+		t.Fatalf("bwrap %q", sc.Path)
 	}
-	want := []string{
+	prefix := []string{
 		"--die-with-parent", "--new-session",
 		"--unshare-user", "--uid", "1000", "--gid", "1000",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-		"--tmpfs", "/tmp",
+	}
+	// The policy's own mounts, after the system view: shallowest first,
+	// hidden directories read-only, then the seccomp filter (the 3rd
+	// descriptor: passwd and group come first) and a read-only root.
+	own := []string{
 		"--tmpfs", f.root, "--tmpfs", f.homes, "--tmpfs", f.data, "--ro-bind", f.data, f.data,
 		"--bind", f.ws, f.ws, "--bind", f.home, f.home,
 		"--remount-ro", f.root, "--remount-ro", f.homes,
+		"--seccomp", "5", "--remount-ro", "/",
 		"--chdir", f.ws,
 		"--", "/usr/bin/agent", "--flag", "x y",
 	}
-	if !slices.Equal(argv, want) {
-		t.Fatalf("argv\n%q\nwant\n%q", argv, want)
+	if !slices.Equal(argv[:len(prefix)], prefix) || !slices.Equal(argv[len(argv)-len(own):], own) {
+		t.Fatalf("argv\n%q\nwant it to start\n%q\nand end\n%q", argv, prefix, own)
 	}
-	if env == nil {
+	view := strings.Join(argv[len(prefix):len(argv)-len(own)], " ")
+	for _, want := range []string{"--dev /dev", "--proc /proc", "--tmpfs /tmp", "--ro-bind-data 3 /etc/passwd", "--ro-bind-data 4 /etc/group"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("system view lacks %q: %s", want, view)
+		}
+	}
+	for _, never := range []string{"--ro-bind / /", "/root", "/home", "/var", "/etc/shadow"} {
+		if strings.Contains(view, never) {
+			t.Errorf("system view holds %q: %s", never, view)
+		}
+	}
+	if len(sc.Files) != 3 {
+		t.Errorf("%d files, want passwd, group and the filter", len(sc.Files))
+	}
+	if sc.Env == nil {
 		t.Fatal("env is nil: exec would inherit the runner's environment")
 	}
 	p.Network = false
-	_, argv, _, _ = p.Wrap("/usr/bin/agent", nil)
-	if !slices.Contains(argv, "--unshare-net") {
-		t.Fatalf("no --unshare-net without Network: %q", argv)
+	sc, _ = p.Wrap("/usr/bin/agent", nil)
+	sc.Close()
+	if !slices.Contains(sc.Args, "--unshare-net") {
+		t.Fatalf("no --unshare-net without Network: %q", sc.Args)
+	}
+	// A nested sandbox's filter travels as one more file.
+	p.NestedSandboxes = true
+	sc, _ = p.Wrap("/usr/bin/agent", nil)
+	sc.Close()
+	if len(sc.Files) != 4 || !strings.Contains(strings.Join(sc.Args, " "), "--ro-bind-data 5 "+sandbox.InternalDir+"/tools.seccomp --seccomp 6") {
+		t.Fatalf("nested: %d files, argv %q", len(sc.Files), sc.Args)
 	}
 }
 
@@ -77,6 +106,12 @@ func TestWrapRejects(t *testing.T) {
 		},
 		"hidden executable": func(p *sandbox.Policy) (string, error) { return hiddenExe, nil },
 		"exe in tmp":        func(p *sandbox.Policy) (string, error) { return "/tmp/agent", nil },
+		"exe outside the view": func(p *sandbox.Policy) (string, error) {
+			exe := filepath.Join(f.base, "agent")
+			writeFile(t, exe, "#!/bin/sh\n")
+			return exe, nil
+		},
+		"missing readonly": func(p *sandbox.Policy) (string, error) { p.ReadOnly = []string{f.base + "/nope"}; return "/bin/true", nil },
 		"relative exe":      func(p *sandbox.Policy) (string, error) { return "bin/agent", nil },
 		"dir outside workspace": func(p *sandbox.Policy) (string, error) {
 			p.Dir = f.home
@@ -88,7 +123,7 @@ func TestWrapRejects(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := f.policy()
 			path, _ := mutate(&p)
-			_, _, _, err := p.Wrap(path, nil)
+			_, err := p.Wrap(path, nil)
 			var pe *sandbox.PolicyError
 			if !errors.Is(err, sandbox.ErrInvalidPolicy) || !errors.As(err, &pe) {
 				t.Fatalf("Wrap = %v", err)
@@ -98,7 +133,7 @@ func TestWrapRejects(t *testing.T) {
 	// A hidden executable bound back read-only is fine.
 	p := f.policy()
 	p.ReadOnly = []string{f.data}
-	if _, _, _, err := p.Wrap(hiddenExe, nil); err != nil {
+	if _, err := p.Wrap(hiddenExe, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Symlinks are followed: a link outside to a hidden target is refused.
@@ -106,7 +141,7 @@ func TestWrapRejects(t *testing.T) {
 	if err := os.Symlink(hiddenExe, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := f.policy().Wrap(link, nil); !errors.Is(err, sandbox.ErrInvalidPolicy) {
+	if _, err := f.policy().Wrap(link, nil); !errors.Is(err, sandbox.ErrInvalidPolicy) {
 		t.Fatalf("symlink to a hidden executable: %v", err)
 	}
 }
@@ -122,7 +157,7 @@ func TestAvailable(t *testing.T) {
 		if !errors.Is(err, sandbox.ErrUnavailable) || !errors.As(err, &ue) {
 			t.Errorf("%s: %v", name, err)
 		}
-		if _, _, _, err := (sandbox.Policy{BwrapPath: path}).Wrap("/bin/true", nil); name == "missing" && !errors.Is(err, sandbox.ErrUnavailable) {
+		if _, err := (sandbox.Policy{BwrapPath: path}).Wrap("/bin/true", nil); name == "missing" && !errors.Is(err, sandbox.ErrUnavailable) {
 			t.Errorf("Wrap with %s bwrap: %v", name, err)
 		}
 	}

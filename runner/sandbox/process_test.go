@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -102,12 +101,12 @@ func TestProcessGroupKill(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			f := newFixture(t)
 			m := marker()
-			bwrap, argv, env, err := f.policy().Wrap("/bin/sh", []string{"-c", "sleep " + m + " & sleep " + m + " & wait"})
+			sc, err := f.policy().Wrap("/bin/sh", []string{"-c", "sleep " + m + " & sleep " + m + " & wait"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(bwrap, argv...)
-			cmd.Env = env
+			defer sc.Close()
+			cmd := command(context.Background(), sc)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -156,11 +155,12 @@ func TestTransportCloseKillsSandbox(t *testing.T) {
 	requireBwrap(t)
 	f := newFixture(t)
 	m := marker()
-	bwrap, argv, env, err := f.policy().Wrap("/bin/sh", []string{"-c", "trap '' TERM; sleep " + m + " & sleep " + m + " & wait"})
+	sc, err := f.policy().Wrap("/bin/sh", []string{"-c", "trap '' TERM; sleep " + m + " & sleep " + m + " & wait"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := &transport.Command{Path: bwrap, Args: argv, Env: env, Dir: f.ws,
+	defer sc.Close()
+	cmd := &transport.Command{Path: sc.Path, Args: sc.Args, Env: sc.Env, ExtraFiles: sc.Files, Dir: f.ws,
 		ExitGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond}
 	conn, err := cmd.Connect(context.Background())
 	if err != nil {

@@ -14,7 +14,7 @@ func TestBashCommandQuoting(t *testing.T) {
 	requireBwrap(t)
 	f := newFixture(t)
 	p := f.policy()
-	p.Network = true
+	p.Network, p.NestedSandboxes = true, true
 	cmds := []string{
 		`echo hi`,
 		`echo 'single' "double" "it's" 'say "hi"'`,

@@ -63,11 +63,12 @@ func (s *sandboxedCLI) query(prompt string) *claude.ResultMessage {
 		k, v, _ := strings.Cut(kv, "=")
 		p.Env[k] = v
 	}
-	bwrap, argv, wrappedEnv, err := p.Wrap(s.cli, args)
+	sc, err := p.Wrap(s.cli, args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Transport = &transport.Command{Path: bwrap, Args: argv, Env: wrappedEnv, Dir: s.f.ws,
+	defer sc.Close()
+	opts.Transport = &transport.Command{Path: sc.Path, Args: sc.Args, Env: sc.Env, ExtraFiles: sc.Files, Dir: s.f.ws,
 		Stderr: func(line string) {
 			s.mu.Lock()
 			s.stderr = append(s.stderr, line)
@@ -99,6 +100,7 @@ func TestRealCLISandbox(t *testing.T) {
 		// replaces with its own: keep its npm tree visible.
 		p.ReadOnly = append(p.ReadOnly, npmTree(t, cli))
 		p.Network = true // the CLI must reach the fake model on 127.0.0.1
+		p.NestedSandboxes = true // its Bash commands run in nested sandboxes
 		return &sandboxedCLI{t: t, cli: cli, srv: srv, f: f, policy: p}
 	}
 

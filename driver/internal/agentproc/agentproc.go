@@ -70,12 +70,12 @@ func FindCLI(name string, env []string) (string, error) {
 // Sandboxed is the command that runs cli with args under a copy of policy
 // for one session: its workspace and home bound read-write, env as its
 // whole environment, the network on (the agent reaches its model API and,
-// for a server, its own port), and the CLI's installation readable even
-// where the policy hides it (/tmp, the runner's directories).
-func Sandboxed(policy sandbox.Policy, workspace, home, cli string, args, env []string) (path string, wrapped, wrappedEnv []string, err error) {
+// for a server, its own port), and the CLI's installation readable. Its
+// Files go to transport.Command.ExtraFiles.
+func Sandboxed(policy sandbox.Policy, workspace, home, cli string, args, env []string) (*sandbox.Command, error) {
 	policy.Workspace, policy.Home, policy.Network = workspace, home, true
 	policy.Env = EnvMap(env)
-	policy.ReadOnly = append(slices.Clip(policy.ReadOnly), CLIDirs(cli)...)
+	policy.ReadOnly = append(slices.Clip(policy.ReadOnly), CLIDirs(cli, env)...)
 	return policy.Wrap(cli, args)
 }
 
@@ -134,10 +134,13 @@ func LookupEnv(env []string, key string) (string, bool) {
 	return "", false
 }
 
-// CLIDirs are the directories a CLI needs to see inside a sandbox that
-// hides the runner's directories: the whole npm tree its launcher link and
-// the package behind it come from (node_modules), or its own directory.
-func CLIDirs(cli string) []string {
+// CLIDirs are the directories a CLI needs to see inside a sandbox: the
+// whole npm tree its launcher link and the package behind it come from
+// (node_modules), or its own directory; and, for a script, its
+// interpreter's installation when that lies outside the system
+// directories the sandbox shows anyway (a node under /opt or in a version
+// manager's tree), found on env's PATH as `#!/usr/bin/env node` finds it.
+func CLIDirs(cli string, env []string) []string {
 	var dirs []string
 	paths := []string{cli}
 	if real, err := filepath.EvalSymlinks(cli); err == nil && real != cli {
@@ -155,5 +158,62 @@ func CLIDirs(cli string) []string {
 			dirs = append(dirs, dir)
 		}
 	}
+	if dir := interpreterDir(paths[len(paths)-1], env); dir != "" && !slices.Contains(dirs, dir) {
+		dirs = append(dirs, dir)
+	}
 	return dirs
+}
+
+// systemPrefixes are where the sandbox shows the host's programs anyway.
+var systemPrefixes = []string{"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/"}
+
+// interpreterDir is the installation of script's interpreter (the
+// directory above its bin/), or "" when script is no script or its
+// interpreter is a system one.
+func interpreterDir(script string, env []string) string {
+	f, err := os.Open(script)
+	if err != nil {
+		return ""
+	}
+	head := make([]byte, 256)
+	n, _ := f.Read(head)
+	_ = f.Close()
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if !strings.HasPrefix(line, "#!") || len(fields) == 0 {
+		return ""
+	}
+	interp := fields[0]
+	if filepath.Base(interp) == "env" {
+		name := ""
+		for _, f := range fields[1:] {
+			if !strings.HasPrefix(f, "-") {
+				name = f
+				break
+			}
+		}
+		if name == "" {
+			return ""
+		}
+		if interp, err = FindCLI(name, env); err != nil {
+			return ""
+		}
+	}
+	real, err := filepath.EvalSymlinks(interp)
+	if err != nil {
+		return ""
+	}
+	for _, p := range systemPrefixes {
+		if strings.HasPrefix(real, p) {
+			return ""
+		}
+	}
+	dir := filepath.Dir(real)
+	if filepath.Base(dir) == "bin" {
+		dir = filepath.Dir(dir)
+	}
+	if dir == "/" {
+		return ""
+	}
+	return dir
 }

@@ -74,11 +74,44 @@ func TestCLIDirs(t *testing.T) {
 	if err := os.Symlink("../@openai/codex/bin/codex.js", link); err != nil {
 		t.Fatal(err)
 	}
-	if got := agentproc.CLIDirs(link); !slices.Equal(got, []string{filepath.Join(root, "node_modules")}) {
+	if got := agentproc.CLIDirs(link, nil); !slices.Equal(got, []string{filepath.Join(root, "node_modules")}) {
 		t.Errorf("npm CLI: %v", got)
 	}
-	if got := agentproc.CLIDirs("/usr/bin/codex"); !slices.Equal(got, []string{"/usr/bin"}) {
+	if got := agentproc.CLIDirs("/usr/bin/codex", nil); !slices.Equal(got, []string{"/usr/bin"}) {
 		t.Errorf("plain CLI: %v", got)
+	}
+}
+
+// A script's interpreter outside the system directories (a node under
+// /opt or a version manager's tree) is shown too: its installation, found
+// on the PATH the CLI runs with; a system one (/usr/bin/env sh) adds
+// nothing.
+func TestCLIDirsInterpreter(t *testing.T) {
+	root := t.TempDir()
+	nodeHome := filepath.Join(root, "node-v24")
+	nodeBin := filepath.Join(nodeHome, "bin")
+	cliDir := filepath.Join(root, "cli")
+	for _, d := range []string{nodeBin, cliDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(nodeBin, "node"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(cliDir, "agent.js")
+	if err := os.WriteFile(cli, []byte("#!/usr/bin/env -S node --no-warnings\nconsole.log(1)\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + nodeBin + ":/usr/bin:/bin"}
+	if got := agentproc.CLIDirs(cli, env); !slices.Equal(got, []string{cliDir, nodeHome}) {
+		t.Errorf("node outside the system: %v", got)
+	}
+	if err := os.WriteFile(cli, []byte("#!/usr/bin/env sh\necho 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := agentproc.CLIDirs(cli, env); !slices.Equal(got, []string{cliDir}) {
+		t.Errorf("system interpreter: %v", got)
 	}
 }
 
@@ -146,11 +179,12 @@ func TestSandboxedShowsTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws, home := t.TempDir(), t.TempDir()
-	_, args, env, err := agentproc.Sandboxed(sandbox.Policy{}, ws, home, cli, []string{"serve"}, []string{"A=1"})
+	sc, err := agentproc.Sandboxed(sandbox.Policy{}, ws, home, cli, []string{"serve"}, []string{"A=1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	joined := strings.Join(args, " ")
+	sc.Close()
+	joined, env := strings.Join(sc.Args, " "), sc.Env
 	if !strings.Contains(joined, "--ro-bind "+filepath.Join(root, "node_modules")) || !strings.HasSuffix(joined, cli+" serve") ||
 		!slices.Contains(env, "A=1") {
 		t.Fatalf("args %s env %q", joined, env)
