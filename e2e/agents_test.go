@@ -32,10 +32,15 @@ type agentRunner struct {
 	keyHeader, key string
 }
 
-func startAgentRunner(t *testing.T, kind string, sandboxed bool) *agentRunner {
+func startAgentRunner(t *testing.T, kind string, sandboxed bool, configure ...func(*server.Config)) *agentRunner {
 	t.Helper()
+	configureAll := func(cfg *server.Config) {
+		for _, c := range configure {
+			c(cfg)
+		}
+	}
 	if kind == "claude" {
-		tr := startRunner(t, sandboxed)
+		tr := startRunnerWith(t, sandboxed, nil, configureAll)
 		api := apiClient{t: t, base: "http" + strings.TrimSuffix(strings.TrimPrefix(tr.URL, "ws"), "/sessions"), token: tr.Token}
 		return &agentRunner{testRunner: tr, api: api, kind: kind, requests: tr.Fake.Requests, keyHeader: "X-Api-Key", key: "sk-fake"}
 	}
@@ -73,6 +78,7 @@ func startAgentRunner(t *testing.T, kind string, sandboxed bool) *agentRunner {
 	tr := startRunnerWith(t, sandboxed, extra, func(cfg *server.Config) {
 		cfg.CLIs = map[string]string{kind: cli}
 		cfg.AgentEnv = append(cfg.AgentEnv, pass...)
+		configureAll(cfg)
 	})
 	api := apiClient{t: t, base: "http" + strings.TrimSuffix(strings.TrimPrefix(tr.URL, "ws"), "/sessions"), token: tr.Token}
 	return &agentRunner{testRunner: tr, api: api, kind: kind, requests: fake.Requests, keyHeader: "Authorization", key: "Bearer sk-fake"}
