@@ -18,7 +18,7 @@ import (
 // /etc), another user's SSH key, and this source tree.
 type operatorSecrets struct {
 	etcDir, tokenFile, tlsKey, otherHome, sshKey, tree string
-	markers                                          []string
+	markers                                            []string
 }
 
 func placeSecrets(t *testing.T, token string) *operatorSecrets {

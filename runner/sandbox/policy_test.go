@@ -111,8 +111,11 @@ func TestWrapRejects(t *testing.T) {
 			writeFile(t, exe, "#!/bin/sh\n")
 			return exe, nil
 		},
-		"missing readonly": func(p *sandbox.Policy) (string, error) { p.ReadOnly = []string{f.base + "/nope"}; return "/bin/true", nil },
-		"relative exe":      func(p *sandbox.Policy) (string, error) { return "bin/agent", nil },
+		"missing readonly": func(p *sandbox.Policy) (string, error) {
+			p.ReadOnly = []string{f.base + "/nope"}
+			return "/bin/true", nil
+		},
+		"relative exe": func(p *sandbox.Policy) (string, error) { return "bin/agent", nil },
 		"dir outside workspace": func(p *sandbox.Policy) (string, error) {
 			p.Dir = f.home
 			return "/bin/true", nil

@@ -99,7 +99,7 @@ func TestRealCLISandbox(t *testing.T) {
 		// The CLI may live under /tmp (a checkout there), which the sandbox
 		// replaces with its own: keep its npm tree visible.
 		p.ReadOnly = append(p.ReadOnly, npmTree(t, cli))
-		p.Network = true // the CLI must reach the fake model on 127.0.0.1
+		p.Network = true         // the CLI must reach the fake model on 127.0.0.1
 		p.NestedSandboxes = true // its Bash commands run in nested sandboxes
 		return &sandboxedCLI{t: t, cli: cli, srv: srv, f: f, policy: p}
 	}

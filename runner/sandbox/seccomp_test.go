@@ -135,8 +135,8 @@ func TestSeccompRefuses(t *testing.T) {
 	nested := f.policy()
 	nested.Network, nested.NestedSandboxes = true, true
 	runs := map[string]map[string]string{
-		"agent (strict)":        inside(strictPolicy, false),
-		"agent (nested)":        inside(nested, false),
+		"agent (strict)":         inside(strictPolicy, false),
+		"agent (nested)":         inside(nested, false),
 		"tool in nested sandbox": inside(nested, true),
 	}
 
