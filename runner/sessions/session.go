@@ -48,16 +48,22 @@ func (s *session) pump() {
 	defer close(s.done)
 	defer s.release()
 	ctx := context.Background()
+	var reason string        // why the session ended, as its agent says
+	var failure *agent.Error // what ended it, if it failed
 	for e, err := range s.agent.Events(ctx) {
 		if err != nil {
-			s.m.log.Warn("session events failed", "session", s.info.ID, "err", err)
+			s.m.log.Warn("session events failed", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 			break
 		}
 		s.track(ctx, &e)
 		if err := s.append(ctx, &e); err != nil {
-			s.m.log.Error("session event not logged", "session", s.info.ID, "kind", e.Kind, "err", err)
+			s.m.log.Error("session event not logged", "session", s.info.ID, "agent", s.info.Agent, "kind", e.Kind, "err", err)
 		}
 		if e.Kind == agent.KindSessionEnded {
+			if e.Session != nil {
+				reason = e.Session.Reason
+			}
+			failure = e.Error
 			break
 		}
 	}
@@ -74,7 +80,12 @@ func (s *session) pump() {
 	}
 	s.mu.Unlock()
 	s.save()
-	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent)
+	if failure != nil {
+		s.m.log.Error("session ended", "session", s.info.ID, "agent", s.info.Agent, "reason", reason,
+			"code", failure.Code, "err", failure.Message)
+		return
+	}
+	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent, "reason", reason)
 }
 
 // release snapshots the workspace as the session left it and lets it go.
@@ -177,6 +188,7 @@ func (s *session) append(ctx context.Context, e *agent.Event) error {
 		return err
 	}
 	e.Seq = int64(seq)
+	s.m.cfg.Observer.EventLogged(s.info.Agent, e)
 	s.mu.Lock()
 	s.info.LastSeq = seq
 	for sub := range s.subs {
