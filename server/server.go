@@ -325,7 +325,7 @@ func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 		return nil, err
 	}
 	if p.runner, err = runner.New(runner.Config{Log: p.log, Workspaces: ws, Driver: drv, GracePeriod: cfg.GracePeriod,
-		MaxSessions: cfg.MaxSessions, Logger: log}); err != nil {
+		MaxSessions: cfg.MaxSessions, Logger: log.With("agent", "claude")}); err != nil {
 		return nil, err
 	}
 	if p.approvals, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
@@ -344,7 +344,8 @@ func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 		return nil, err
 	}
 	p.metrics.Watch(metrics.Sources{Sessions: p.sessions, ProtocolV1Sessions: func() int { return len(p.runner.Sessions()) }})
-	p.v1 = &protov1.Server{Runner: p.runner, MaxFrameSize: cfg.MaxFrameSize, Logger: log}
+	// Protocol v1's sessions are Claude Code's: its lines name the agent.
+	p.v1 = &protov1.Server{Runner: p.runner, MaxFrameSize: cfg.MaxFrameSize, Logger: log.With("agent", "claude")}
 	return p, nil
 }
 
