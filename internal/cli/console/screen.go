@@ -29,6 +29,10 @@ type screen struct {
 	prompting   bool    // a question is on err, waiting for its answer
 	held        []piece // written while a question was up
 	spin        spinState
+	// now and began time the run, which the spinner shows once it has
+	// taken a second: progress on a long turn, not a frozen label.
+	now   func() time.Time
+	began time.Time
 }
 
 // piece is one write: to out or err, optionally starting on a fresh line.
@@ -54,7 +58,8 @@ const spinFrames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 const flushDelay = 10 * time.Millisecond
 
 func newScreen(out, err io.Writer, outTerminal, spinner bool) *screen {
-	return &screen{out: out, err: err, outTerminal: outTerminal, spin: spinState{enabled: spinner}}
+	return &screen{out: out, err: err, outTerminal: outTerminal, spin: spinState{enabled: spinner},
+		now: time.Now, began: time.Now()}
 }
 
 // bufferOut buffers out's writes until close (see buffered).
@@ -196,7 +201,11 @@ func (s *screen) tick() {
 	frames := []rune(spinFrames)
 	f := frames[s.spin.frame%len(frames)]
 	s.spin.frame++
-	io.WriteString(s.err, "\r"+string(f)+" "+s.spin.label+"\x1b[K")
+	label := s.spin.label
+	if took := s.now().Sub(s.began); took >= time.Second {
+		label += " " + took.Truncate(time.Second).String()
+	}
+	io.WriteString(s.err, "\r"+string(f)+" "+label+"\x1b[K")
 	s.spin.shown = true
 }
 

@@ -98,3 +98,22 @@ func TestBufferedOutFlushes(t *testing.T) {
 		t.Fatalf("after close, not straight through: %q", got)
 	}
 }
+
+// After a second the spinner shows how long the run has taken.
+func TestSpinnerShowsTheTimeTaken(t *testing.T) {
+	var out, errs strings.Builder
+	scr := newScreen(&out, &errs, true, true)
+	clock := scr.began
+	scr.now = func() time.Time { return clock }
+	scr.wait("thinking…")
+	clock = clock.Add(900 * time.Millisecond)
+	scr.tick()
+	clock = clock.Add(13 * time.Second)
+	scr.tick()
+	clock = clock.Add(2 * time.Minute)
+	scr.tick()
+	want := "\r⠋ thinking…\x1b[K\r⠙ thinking… 13s\x1b[K\r⠹ thinking… 2m13s\x1b[K"
+	if got := errs.String(); got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+}
