@@ -216,7 +216,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	// changed since (whatever the agent reports, or fails to).
 	before, err := ws.Snapshot(ctx, "tether: before session "+id)
 	if err != nil {
-		m.log.Warn("workspace snapshot failed: the session's diff is the agent's own", "session", id, "err", err)
+		m.log.Warn("workspace snapshot failed: the session's diff is the agent's own", "session", id, "agent", req.Agent, "err", err)
 	}
 	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model})
 	m.cfg.Observer.AgentStarted(req.Agent, err)

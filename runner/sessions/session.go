@@ -69,7 +69,7 @@ func (s *session) pump() {
 	}
 	// Whatever still waits for a decision can no longer be acted on.
 	if _, err := s.m.cfg.Approvals.ResolveSession(s.info.ID, agent.CauseTurnEnded, "the session ended"); err != nil {
-		s.m.log.Warn("approvals of an ended session", "session", s.info.ID, "err", err)
+		s.m.log.Warn("approvals of an ended session", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 	}
 	s.mu.Lock()
 	s.info.State, s.info.TurnID = StateEnded, ""
@@ -93,7 +93,7 @@ func (s *session) release() {
 	if s.before != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if _, err := s.ws.Snapshot(ctx, "tether: after session "+s.info.ID); err != nil {
-			s.m.log.Warn("workspace snapshot failed", "session", s.info.ID, "err", err)
+			s.m.log.Warn("workspace snapshot failed", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 		}
 		cancel()
 	}
@@ -150,13 +150,13 @@ func (s *session) track(ctx context.Context, e *agent.Event) {
 		}
 		e.Approval = &a
 		if err := s.m.cfg.Approvals.Add(a); err != nil {
-			s.m.log.Error("approval not recorded", "session", s.info.ID, "approval", a.ID, "err", err)
+			s.m.log.Error("approval not recorded", "session", s.info.ID, "agent", s.info.Agent, "approval", a.ID, "err", err)
 		}
 	case agent.KindApprovalResolved:
 		// The agent settled it (an interrupt, say): the store learns it,
 		// unless a client's answer came first, which stands.
 		if _, err := s.m.cfg.Approvals.Resolve(s.info.ID, *e.Resolution); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) {
-			s.m.log.Warn("approval resolution not recorded", "session", s.info.ID, "err", err)
+			s.m.log.Warn("approval resolution not recorded", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 		}
 	}
 }
@@ -173,7 +173,7 @@ func (s *session) setState(st State, turn string) {
 // save records the session's Info in the index.
 func (s *session) save() {
 	if err := s.m.index.save(s.snapshot()); err != nil {
-		s.m.log.Warn("session not recorded in the index", "session", s.info.ID, "err", err)
+		s.m.log.Warn("session not recorded in the index", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 	}
 }
 
