@@ -14,7 +14,7 @@
 ARG GO_VERSION=1.26
 ARG NODE_VERSION=22
 
-FROM golang:${GO_VERSION}-bookworm AS build
+FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/root/go/pkg/mod go mod download

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -36,7 +37,13 @@ type ttyRun struct {
 
 func startTTY(t *testing.T, env []string, args ...string) *ttyRun {
 	t.Helper()
-	cmd := exec.Command(tetherPath(), args...)
+	return startTTYCmd(t, exec.Command(tetherPath(), args...), env)
+}
+
+// startTTYCmd is startTTY for a command whose stdio may be set already:
+// what is not goes to the terminal.
+func startTTYCmd(t *testing.T, cmd *exec.Cmd, env []string) *ttyRun {
+	t.Helper()
 	cmd.Env = env
 	cmd.Dir = t.TempDir()
 	ptm, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
@@ -135,6 +142,32 @@ func TestRunOnATerminal(t *testing.T) {
 				t.Errorf("styled output %v, want %v:\n%q", got, tc.colours, screen)
 			}
 		})
+	}
+}
+
+// With stdout on a terminal and stderr into a file, the file gets no
+// styling: colours only where a terminal shows them.
+func TestRunStderrIntoAFileIsPlain(t *testing.T) {
+	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close()
+	cmd := exec.Command(tetherPath(), "run", "--agent", "mock", "FAIL_TURN please")
+	cmd.Stderr = errFile
+	r := startTTYCmd(t, cmd, append(withoutEnv(cleanEnv(), "NO_COLOR"), "TERM=xterm-256color"))
+	if code := r.exit(t); code != 1 {
+		t.Fatalf("exit %d after a failed turn:\n%q", code, r.screen())
+	}
+	stderr, err := os.ReadFile(errFile.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sgrRE.MatchString(r.screen()) {
+		t.Errorf("stdout on the terminal is not styled: %q", r.screen())
+	}
+	if len(stderr) == 0 || strings.Contains(string(stderr), "\x1b") {
+		t.Errorf("stderr into a file: %q", stderr)
 	}
 }
 

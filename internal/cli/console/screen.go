@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type screen struct {
 	// taken a second: progress on a long turn, not a frozen label.
 	now   func() time.Time
 	began time.Time
+	// plainErr strips styling from what goes to err: err is not a
+	// terminal (a file, a pipe) though out is one and is styled.
+	plainErr bool
 }
 
 // piece is one write: to out or err, optionally starting on a fresh line.
@@ -50,6 +54,9 @@ type spinState struct {
 	label   string
 	frame   int
 }
+
+// sgrRE matches an ANSI styling sequence.
+var sgrRE = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
 // spinFrames are the spinner's frames, one rune each.
 const spinFrames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -166,6 +173,9 @@ func (s *screen) writeLocked(p piece) {
 		return
 	}
 	if !p.toOut {
+		if s.plainErr {
+			p.text = sgrRE.ReplaceAllString(p.text, "")
+		}
 		io.WriteString(s.err, p.text)
 		return
 	}

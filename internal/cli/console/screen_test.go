@@ -117,3 +117,20 @@ func TestSpinnerShowsTheTimeTaken(t *testing.T) {
 		t.Errorf("stderr %q, want %q", got, want)
 	}
 }
+
+// Styled notes reach err without their styling when err is not a
+// terminal, though out is one.
+func TestPlainErrStripsStyling(t *testing.T) {
+	var out, errs strings.Builder
+	scr := newScreen(&out, &errs, true, false)
+	scr.plainErr = true
+	st := style{true}
+	scr.note(st.red("✗ failed"))
+	scr.line(st.green("⏺") + " Bash")
+	if got := errs.String(); got != "✗ failed\n" {
+		t.Errorf("stderr %q", got)
+	}
+	if !strings.Contains(out.String(), "\x1b[32m⏺\x1b[0m") {
+		t.Errorf("stdout lost its styling: %q", out.String())
+	}
+}
