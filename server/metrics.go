@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,7 +26,7 @@ func serveMetrics(cfg Config, m *metrics.Metrics, log *slog.Logger) (stop func()
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -46,4 +47,10 @@ func serveMetrics(cfg Config, m *metrics.Metrics, log *slog.Logger) (stop func()
 		}
 		<-done
 	}, nil
+}
+
+// httpErrorLog routes net/http's own complaints (TLS handshakes, bad
+// requests) through the runner's logger, so even they keep its format.
+func httpErrorLog(log *slog.Logger) *stdlog.Logger {
+	return slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 }

@@ -3,15 +3,27 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/server"
 )
@@ -262,5 +274,63 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
 		t.Fatal("the metrics listener outlived the runner")
+	}
+}
+
+// selfSigned writes a certificate and key for 127.0.0.1.
+func selfSigned(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// net/http's own complaints (here a failed TLS handshake) go through the
+// runner's logger: a JSON log stays JSON lines.
+func TestHTTPErrorsKeepTheLogFormat(t *testing.T) {
+	cert, key := selfSigned(t)
+	logs := &testenv.SyncBuffer{}
+	r := serve(t, "text", withToken(server.Config{TLSCert: cert, TLSKey: key,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil))}))
+	conn, err := net.DialTimeout("tcp", r.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
+	_, _ = io.Copy(io.Discard, conn) // the server closes it
+	conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "TLS handshake error") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no handshake error logged:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for line := range strings.Lines(logs.String()) {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("not a JSON line: %q", line)
+		}
 	}
 }

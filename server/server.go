@@ -142,7 +142,8 @@ func Run(ctx context.Context, cfg Config) error {
 		h = auth.LoopbackHosts(log, h)
 	}
 	srv := &http.Server{Handler: parts.handlers.track(h),
-		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
+		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base },
+		ErrorLog: httpErrorLog(log)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- serve(srv, ln, cfg) }()
 	log.Info("runner listening", "addr", addr, "tls", cfg.TLSCert != "", "sandbox", cfg.Sandbox, "tokens", tokens.IDs())

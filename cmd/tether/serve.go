@@ -95,7 +95,7 @@ func newServeCmd() *cobra.Command {
 				if errors.Is(err, server.ErrInvalidConfig) {
 					return err // the command line's fault: a usage error
 				}
-				fmt.Fprintln(os.Stderr, "tether serve:", err)
+				logger.Error("runner stopped", "err", err) // in the log's format: a JSON line under --log-format json
 				return exitCode(1)
 			}
 			return nil
