@@ -21,6 +21,7 @@ import (
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
+	"github.com/tetherhq/tether/metrics"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/auth"
@@ -84,7 +85,13 @@ type Config struct {
 	// holds it, for hosts on this machine (auth.LocalToken); "" means
 	// auth.DefaultRecordDir().
 	RecordDir string
-	Logger    *slog.Logger
+	// MetricsAddr, when set, serves /metrics on a listener of its own at
+	// that address, without authentication (for a scraper on a private
+	// network); empty serves it on Addr behind the hosts' tokens.
+	MetricsAddr string
+	// MetricsReady, if set, receives the metrics listener's address.
+	MetricsReady func(addr string)
+	Logger       *slog.Logger
 	// Ready, if set, receives the listening address once serving.
 	Ready func(addr string)
 }
@@ -111,6 +118,12 @@ func Run(ctx context.Context, cfg Config) error {
 	defer parts.proxies.Close()
 	defer parts.approvals.Close()
 	parts.stopExpiry = expireApprovals(parts.sessions, log)
+	stopMetrics, err := serveMetrics(cfg, parts.metrics, log)
+	if err != nil {
+		parts.stopExpiry()
+		return err
+	}
+	defer stopMetrics()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("server: listen: %w", err)
@@ -134,7 +147,8 @@ func Run(ctx context.Context, cfg Config) error {
 		h = auth.LoopbackHosts(log, h)
 	}
 	srv := &http.Server{Handler: parts.handlers.track(h),
-		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
+		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base },
+		ErrorLog: httpErrorLog(log)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- serve(srv, ln, cfg) }()
 	log.Info("runner listening", "addr", addr, "tls", cfg.TLSCert != "", "sandbox", cfg.Sandbox, "tokens", tokens.IDs())
@@ -248,6 +262,7 @@ type parts struct {
 	proxies    *keyProxies
 	sessions   *sessions.Manager
 	approvals  *approvals.Store
+	metrics    *metrics.Metrics
 	stopExpiry func()
 
 	handlers       handlers
@@ -293,13 +308,14 @@ func makeDirs(cfg Config) error {
 }
 
 func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
-	p := &parts{proxies: newKeyProxies(cfg.Sandbox, log)}
+	p := &parts{proxies: newKeyProxies(cfg.Sandbox, log), metrics: metrics.New(metrics.Options{Process: true})}
 	defer func() {
 		if err != nil {
 			p.close()
 		}
 	}()
-	if p.log, err = eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log, FlushInterval: cfg.LogCommitWindow}); err != nil {
+	if p.log, err = eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log, FlushInterval: cfg.LogCommitWindow,
+		OnCommit: p.metrics.LogCommitted}); err != nil {
 		return nil, err
 	}
 	ws, err := workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")})
@@ -315,7 +331,7 @@ func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 		return nil, err
 	}
 	if p.runner, err = runner.New(runner.Config{Log: p.log, Workspaces: ws, Driver: drv, GracePeriod: cfg.GracePeriod,
-		MaxSessions: cfg.MaxSessions, Logger: log}); err != nil {
+		MaxSessions: cfg.MaxSessions, Logger: log.With("agent", "claude")}); err != nil {
 		return nil, err
 	}
 	if p.approvals, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
@@ -330,10 +346,12 @@ func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 	}
 	if p.sessions, err = sessions.New(sessions.Config{Drivers: drivers, Unavailable: unavailable,
 		Workspaces: ws, Log: p.log, Approvals: p.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
-		IndexDir: filepath.Join(cfg.DataDir, "sessions")}); err != nil {
+		IndexDir: filepath.Join(cfg.DataDir, "sessions"), Observer: p.metrics}); err != nil {
 		return nil, err
 	}
-	p.v1 = &protov1.Server{Runner: p.runner, MaxFrameSize: cfg.MaxFrameSize, Logger: log}
+	p.metrics.Watch(metrics.Sources{Sessions: p.sessions, ProtocolV1Sessions: func() int { return len(p.runner.Sessions()) }})
+	// Protocol v1's sessions are Claude Code's: its lines name the agent.
+	p.v1 = &protov1.Server{Runner: p.runner, MaxFrameSize: cfg.MaxFrameSize, Logger: log.With("agent", "claude")}
 	return p, nil
 }
 
@@ -374,10 +392,13 @@ func routes(p *parts, tokens *auth.Tokens, cfg Config, log *slog.Logger, shuttin
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	limiter := auth.NewLimiter(cfg.MaxConnsPerToken)
-	mux.Handle("/sessions", auth.Middleware(tokens, log, limitPerToken(limiter, p.v1)))
-	api := sessionsapi.Handler(sessionsapi.Config{Sessions: p.sessions, Logger: log,
+	mux.Handle("/sessions", auth.Middleware(tokens, log, p.metrics.Track("protocol_v1", limitPerToken(limiter, p.v1))))
+	api := sessionsapi.Handler(sessionsapi.Config{Sessions: p.sessions, Logger: log, Observer: p.metrics.Delivery("sessions_api"),
 		By: func(r *http.Request) string { id, _ := auth.IDFromContext(r.Context()); return id }})
-	mux.Handle("/v1/", auth.Middleware(tokens, log, limitPerToken(limiter, api)))
+	mux.Handle("/v1/", auth.Middleware(tokens, log, p.metrics.Track("sessions_api", limitPerToken(limiter, api))))
+	if cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", auth.Middleware(tokens, log, p.metrics.Handler()))
+	}
 	return mux
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -55,7 +54,7 @@ stop the agents, keep every workspace and log consistent.`, auth.MinTokenLength,
 
 func newServeCmd() *cobra.Command {
 	var cfg server.Config
-	var sandbox, tokenFile, data string
+	var sandbox, tokenFile, data, logFormat, logLevel string
 	var clis []string
 	var heapFloor int64
 	cmd := &cobra.Command{
@@ -84,7 +83,11 @@ func newServeCmd() *cobra.Command {
 				cfg.CLIs[kind] = path
 			}
 			cfg.Auth = auth.LoadOptions{File: tokenFile, Getenv: os.Getenv}
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+			logger, err := newLogger(os.Stderr, logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = logger
 			defer gcfloor.Start(uint64(max(heapFloor, 0))).Stop()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -92,7 +95,7 @@ func newServeCmd() *cobra.Command {
 				if errors.Is(err, server.ErrInvalidConfig) {
 					return err // the command line's fault: a usage error
 				}
-				fmt.Fprintln(os.Stderr, "tether serve:", err)
+				logger.Error("runner stopped", "err", err) // in the log's format: a JSON line under --log-format json
 				return exitCode(1)
 			}
 			return nil
@@ -125,6 +128,10 @@ func newServeCmd() *cobra.Command {
 	fl.Int64Var(&cfg.MaxFrameSize, "max-frame-size", 16<<20, "largest host frame in `BYTES`")
 	fl.DurationVar(&cfg.LogCommitWindow, "log-commit-window", eventlog.DefaultFlushInterval,
 		"how long the event log gathers frames into one commit (longer: fewer fsyncs, more frames lost with a crash)")
+	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", "",
+		"serve /metrics on its own listener at `ADDRESS`, without a token (default: on --addr, behind the hosts' tokens)")
+	fl.StringVar(&logFormat, "log-format", "text", "log lines on stderr as `text` or json")
+	fl.StringVar(&logLevel, "log-level", "info", "least severe log lines kept: debug, info, warn or error")
 	fl.Int64Var(&heapFloor, "gc-heap-floor", 64<<20,
 		"heap `BYTES` below which the Go collector does not run (fewer collections while relaying; 0 or GOGC set: off)")
 	return cmd

@@ -102,7 +102,7 @@ func (c *conn) logOpened(ctx context.Context, sess *runner.Session, resumed bool
 	if resumed {
 		msg = "session resumed"
 	}
-	c.log.Info(msg, "workspace", sess.WorkspaceID(), "token", token)
+	c.log.Info(msg, "session", sess.ID(), "workspace", sess.WorkspaceID(), "token", token)
 }
 
 // close ends the connection the way it ended: normally after stop or the

@@ -38,6 +38,15 @@ type Config struct {
 	// token's name, say); nil leaves it empty.
 	By     func(*http.Request) string
 	Logger *slog.Logger
+	// Observer learns of each live event a session's stream hands to its
+	// client (metrics); nil observes nothing.
+	Observer Observer
+}
+
+// Observer learns of the events a session's stream delivers live: those
+// logged after the stream began, not the ones it replays.
+type Observer interface {
+	EventDelivered(agentName string, e *agent.Event)
 }
 
 // Handler serves the API; mount it at "/v1/".

@@ -23,7 +23,8 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	if _, err := a.m.Get(id); err != nil {
+	info, err := a.m.Get(id)
+	if err != nil {
 		a.fail(w, err)
 		return
 	}
@@ -34,6 +35,11 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 			}
 			if !send(uint64(e.Seq), e) {
 				return nil
+			}
+			// Handed to the writer (an event stream's writes it at once);
+			// what was logged before the stream began is a replay.
+			if a.cfg.Observer != nil && uint64(e.Seq) > info.LastSeq {
+				a.cfg.Observer.EventDelivered(info.Agent, &e)
 			}
 		}
 		return nil

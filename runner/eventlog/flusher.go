@@ -155,7 +155,15 @@ func (l *Log) flush() error {
 	}
 	l.mu.Unlock()
 
+	began := time.Now()
 	err := l.commit(items)
+	if hook := l.opts.OnCommit; hook != nil {
+		n := 0
+		for _, it := range items {
+			n += len(it.evs)
+		}
+		hook(time.Since(began), n, err)
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -103,6 +103,11 @@ type Options struct {
 	// nil).
 	Logger *slog.Logger
 
+	// OnCommit, when set, is told of every group commit: how long it took
+	// (write and fsync), how many events it wrote and whether it failed
+	// (metrics). It runs on the flusher and must return quickly.
+	OnCommit func(took time.Duration, events int, err error)
+
 	// commitHook, when set (tests), runs before each group commit; an
 	// error fails that commit.
 	commitHook func() error

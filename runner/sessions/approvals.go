@@ -40,7 +40,7 @@ func (m *Manager) Expire(ctx context.Context) ([]approvals.Record, error) {
 	for _, rec := range expired {
 		if s, serr := m.get(rec.Approval.SessionID); serr == nil {
 			if rerr := s.agent.Resolve(ctx, *rec.Resolution); rerr != nil && !errors.Is(rerr, agent.ErrAlreadyResolved) {
-				m.log.Warn("expired approval not handed to its agent", "session", rec.Approval.SessionID, "err", rerr)
+				m.log.Warn("expired approval not handed to its agent", "session", rec.Approval.SessionID, "agent", rec.Approval.Agent, "err", rerr)
 			}
 		}
 	}

@@ -61,6 +61,9 @@ type Config struct {
 	IndexDir string
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// Observer learns of agent starts and logged events (metrics); nil
+	// observes nothing.
+	Observer Observer
 }
 
 // State is where a session is.
@@ -118,6 +121,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = noObserver{}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -210,11 +216,13 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	// changed since (whatever the agent reports, or fails to).
 	before, err := ws.Snapshot(ctx, "tether: before session "+id)
 	if err != nil {
-		m.log.Warn("workspace snapshot failed: the session's diff is the agent's own", "session", id, "err", err)
+		m.log.Warn("workspace snapshot failed: the session's diff is the agent's own", "session", id, "agent", req.Agent, "err", err)
 	}
 	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model})
+	m.cfg.Observer.AgentStarted(req.Agent, err)
 	if err != nil {
 		ws.Release()
+		m.log.Error("agent did not start", "session", id, "agent", req.Agent, "workspace", req.WorkspaceID, "err", err)
 		return Info{}, fmt.Errorf("%w: %s: %w", ErrAgentStart, req.Agent, err)
 	}
 	s := newSession(m, Info{ID: id, Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle,

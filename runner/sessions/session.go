@@ -48,22 +48,28 @@ func (s *session) pump() {
 	defer close(s.done)
 	defer s.release()
 	ctx := context.Background()
+	var reason string        // why the session ended, as its agent says
+	var failure *agent.Error // what ended it, if it failed
 	for e, err := range s.agent.Events(ctx) {
 		if err != nil {
-			s.m.log.Warn("session events failed", "session", s.info.ID, "err", err)
+			s.m.log.Warn("session events failed", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 			break
 		}
 		s.track(ctx, &e)
 		if err := s.append(ctx, &e); err != nil {
-			s.m.log.Error("session event not logged", "session", s.info.ID, "kind", e.Kind, "err", err)
+			s.m.log.Error("session event not logged", "session", s.info.ID, "agent", s.info.Agent, "kind", e.Kind, "err", err)
 		}
 		if e.Kind == agent.KindSessionEnded {
+			if e.Session != nil {
+				reason = e.Session.Reason
+			}
+			failure = e.Error
 			break
 		}
 	}
 	// Whatever still waits for a decision can no longer be acted on.
 	if _, err := s.m.cfg.Approvals.ResolveSession(s.info.ID, agent.CauseTurnEnded, "the session ended"); err != nil {
-		s.m.log.Warn("approvals of an ended session", "session", s.info.ID, "err", err)
+		s.m.log.Warn("approvals of an ended session", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 	}
 	s.mu.Lock()
 	s.info.State, s.info.TurnID = StateEnded, ""
@@ -74,7 +80,12 @@ func (s *session) pump() {
 	}
 	s.mu.Unlock()
 	s.save()
-	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent)
+	if failure != nil {
+		s.m.log.Error("session ended", "session", s.info.ID, "agent", s.info.Agent, "reason", reason,
+			"code", failure.Code, "err", failure.Message)
+		return
+	}
+	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent, "reason", reason)
 }
 
 // release snapshots the workspace as the session left it and lets it go.
@@ -82,7 +93,7 @@ func (s *session) release() {
 	if s.before != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if _, err := s.ws.Snapshot(ctx, "tether: after session "+s.info.ID); err != nil {
-			s.m.log.Warn("workspace snapshot failed", "session", s.info.ID, "err", err)
+			s.m.log.Warn("workspace snapshot failed", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 		}
 		cancel()
 	}
@@ -139,13 +150,13 @@ func (s *session) track(ctx context.Context, e *agent.Event) {
 		}
 		e.Approval = &a
 		if err := s.m.cfg.Approvals.Add(a); err != nil {
-			s.m.log.Error("approval not recorded", "session", s.info.ID, "approval", a.ID, "err", err)
+			s.m.log.Error("approval not recorded", "session", s.info.ID, "agent", s.info.Agent, "approval", a.ID, "err", err)
 		}
 	case agent.KindApprovalResolved:
 		// The agent settled it (an interrupt, say): the store learns it,
 		// unless a client's answer came first, which stands.
 		if _, err := s.m.cfg.Approvals.Resolve(s.info.ID, *e.Resolution); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) {
-			s.m.log.Warn("approval resolution not recorded", "session", s.info.ID, "err", err)
+			s.m.log.Warn("approval resolution not recorded", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 		}
 	}
 }
@@ -162,7 +173,7 @@ func (s *session) setState(st State, turn string) {
 // save records the session's Info in the index.
 func (s *session) save() {
 	if err := s.m.index.save(s.snapshot()); err != nil {
-		s.m.log.Warn("session not recorded in the index", "session", s.info.ID, "err", err)
+		s.m.log.Warn("session not recorded in the index", "session", s.info.ID, "agent", s.info.Agent, "err", err)
 	}
 }
 
@@ -177,6 +188,7 @@ func (s *session) append(ctx context.Context, e *agent.Event) error {
 		return err
 	}
 	e.Seq = int64(seq)
+	s.m.cfg.Observer.EventLogged(s.info.Agent, e)
 	s.mu.Lock()
 	s.info.LastSeq = seq
 	for sub := range s.subs {

@@ -58,6 +58,7 @@ func newAgentRun(cfg Config, cancel context.CancelFunc) *agentRun {
 	st := style{cfg.Color}
 	quiet := cfg.JSON || cfg.Raw
 	scr := newScreen(cfg.Out, cfg.Err, cfg.OutTerminal, cfg.ErrTerminal && !quiet)
+	scr.plainErr = cfg.Color && !cfg.ErrTerminal
 	r := &agentRun{cfg: cfg, scr: scr, st: st, start: cfg.Now()}
 	if !quiet {
 		r.live = eventview.NewLive(screenWriter{scr}, eventview.Style{On: cfg.Color}, cfg.Start.Workspace)

@@ -55,6 +55,7 @@ func newRun(cfg Config, cancel context.CancelFunc) *run {
 	cwd := workDir(cfg.Options.Cwd)
 	st := style{cfg.Color}
 	scr := newScreen(cfg.Out, cfg.Err, cfg.OutTerminal, cfg.ErrTerminal && !cfg.Raw)
+	scr.plainErr = cfg.Color && !cfg.ErrTerminal
 	r := &run{cfg: cfg, scr: scr, st: st, start: cfg.Now()}
 	var shown *shownTools
 	if cfg.Raw {

@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,13 @@ type screen struct {
 	prompting   bool    // a question is on err, waiting for its answer
 	held        []piece // written while a question was up
 	spin        spinState
+	// now and began time the run, which the spinner shows once it has
+	// taken a second: progress on a long turn, not a frozen label.
+	now   func() time.Time
+	began time.Time
+	// plainErr strips styling from what goes to err: err is not a
+	// terminal (a file, a pipe) though out is one and is styled.
+	plainErr bool
 }
 
 // piece is one write: to out or err, optionally starting on a fresh line.
@@ -47,6 +55,9 @@ type spinState struct {
 	frame   int
 }
 
+// sgrRE matches an ANSI styling sequence.
+var sgrRE = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
 // spinFrames are the spinner's frames, one rune each.
 const spinFrames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -54,7 +65,8 @@ const spinFrames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 const flushDelay = 10 * time.Millisecond
 
 func newScreen(out, err io.Writer, outTerminal, spinner bool) *screen {
-	return &screen{out: out, err: err, outTerminal: outTerminal, spin: spinState{enabled: spinner}}
+	return &screen{out: out, err: err, outTerminal: outTerminal, spin: spinState{enabled: spinner},
+		now: time.Now, began: time.Now()}
 }
 
 // bufferOut buffers out's writes until close (see buffered).
@@ -161,6 +173,9 @@ func (s *screen) writeLocked(p piece) {
 		return
 	}
 	if !p.toOut {
+		if s.plainErr {
+			p.text = sgrRE.ReplaceAllString(p.text, "")
+		}
 		io.WriteString(s.err, p.text)
 		return
 	}
@@ -196,7 +211,11 @@ func (s *screen) tick() {
 	frames := []rune(spinFrames)
 	f := frames[s.spin.frame%len(frames)]
 	s.spin.frame++
-	io.WriteString(s.err, "\r"+string(f)+" "+s.spin.label+"\x1b[K")
+	label := s.spin.label
+	if took := s.now().Sub(s.began); took >= time.Second {
+		label += " " + took.Truncate(time.Second).String()
+	}
+	io.WriteString(s.err, "\r"+string(f)+" "+label+"\x1b[K")
 	s.spin.shown = true
 }
 

@@ -98,3 +98,39 @@ func TestBufferedOutFlushes(t *testing.T) {
 		t.Fatalf("after close, not straight through: %q", got)
 	}
 }
+
+// After a second the spinner shows how long the run has taken.
+func TestSpinnerShowsTheTimeTaken(t *testing.T) {
+	var out, errs strings.Builder
+	scr := newScreen(&out, &errs, true, true)
+	clock := scr.began
+	scr.now = func() time.Time { return clock }
+	scr.wait("thinking…")
+	clock = clock.Add(900 * time.Millisecond)
+	scr.tick()
+	clock = clock.Add(13 * time.Second)
+	scr.tick()
+	clock = clock.Add(2 * time.Minute)
+	scr.tick()
+	want := "\r⠋ thinking…\x1b[K\r⠙ thinking… 13s\x1b[K\r⠹ thinking… 2m13s\x1b[K"
+	if got := errs.String(); got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+}
+
+// Styled notes reach err without their styling when err is not a
+// terminal, though out is one.
+func TestPlainErrStripsStyling(t *testing.T) {
+	var out, errs strings.Builder
+	scr := newScreen(&out, &errs, true, false)
+	scr.plainErr = true
+	st := style{true}
+	scr.note(st.red("✗ failed"))
+	scr.line(st.green("⏺") + " Bash")
+	if got := errs.String(); got != "✗ failed\n" {
+		t.Errorf("stderr %q", got)
+	}
+	if !strings.Contains(out.String(), "\x1b[32m⏺\x1b[0m") {
+		t.Errorf("stdout lost its styling: %q", out.String())
+	}
+}
