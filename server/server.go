@@ -372,6 +372,7 @@ func routes(p *parts, tokens *auth.Tokens, cfg Config, log *slog.Logger, shuttin
 	api := sessionsapi.Handler(sessionsapi.Config{Sessions: p.sessions, Logger: log,
 		By: func(r *http.Request) string { id, _ := auth.IDFromContext(r.Context()); return id }})
 	mux.Handle("/v1/", auth.Middleware(tokens, log, limitPerToken(limiter, api)))
+	mountConsole(mux)
 	return mux
 }
 
