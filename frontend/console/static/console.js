@@ -118,6 +118,7 @@
   function signOut(why) {
     sessionStorage.removeItem(TOKEN_KEY);
     clearTimeout(listTimer);
+    clearTimeout(soonTimer);
     if (current) current.stop();
     current = null;
     $("session-list").replaceChildren();
@@ -170,6 +171,15 @@
       show($("runner-state"), "Cannot reach the runner: " + e.message);
     }
     listTimer = setTimeout(refreshList, LIST_EVERY_MS);
+  }
+
+  // Events that change what the list shows: it is refreshed at once
+  // rather than at the next poll.
+  const LIST_CHANGES = new Set(["turn.started", "turn.completed", "approval.requested", "approval.resolved", "session.ended"]);
+  let soonTimer = 0;
+  function soonRefreshList() {
+    clearTimeout(soonTimer);
+    soonTimer = setTimeout(refreshList, 150);
   }
 
   function renderList(sessions, approvals) {
@@ -372,6 +382,7 @@
       const atBottom = pane.scrollHeight - pane.scrollTop - pane.clientHeight < 80;
       render(this, ev);
       if (atBottom) pane.scrollTop = pane.scrollHeight;
+      if (LIST_CHANGES.has(ev.kind)) soonRefreshList();
     }
 
     async interrupt() {
@@ -506,6 +517,7 @@
     }
     entry.item = item;
     entry.parts = {};
+    entry.shown = false; // whether the input is shown in a better form than raw JSON
     const head = el("div", { className: "card-head" }, el("span", { className: "title" }, ITEM_LABEL[item.type] || item.type));
     if (item.status && item.type !== "user_message" && item.type !== "message") {
       head.append(el("span", { className: "badge " + item.status, "data-status": item.status }, item.status));
@@ -519,7 +531,11 @@
         break;
       case "command": {
         const c = item.command || {};
-        card.append(el("pre", { className: "command-line" }, "$ " + (c.command || "")));
+        const command = c.command || parsed(entry.input).command;
+        if (typeof command === "string") {
+          card.append(el("pre", { className: "command-line" }, "$ " + command));
+          entry.shown = true;
+        }
         card.append(entry.parts.output = el("pre", { className: "output", hidden: !c.output }, c.output || ""));
         if (c.exit_code !== undefined && c.exit_code !== null) head.append(el("span", {}, `exit ${c.exit_code}`));
         break;
@@ -534,7 +550,9 @@
       case "file_change":
         for (const ch of item.changes || []) {
           card.append(el("div", { className: "card-head" }, el("span", { className: "title" }, ch.path), el("span", { className: "badge" }, ch.kind)));
-          card.append(diffView(ch.diff || diffFromInput(entry.input)));
+          const diff = ch.diff || diffFromInput(entry.input);
+          if (diff) entry.shown = true;
+          card.append(diffView(diff));
         }
         break;
       case "plan":
@@ -550,7 +568,7 @@
         if (item.text) card.append(el("p", { className: "text" }, item.text));
     }
     // A tool's input streaming in, before the item is whole.
-    if (item.status === "in_progress" && !["user_message", "message", "reasoning", "tool_call"].includes(item.type)) {
+    if (item.status === "in_progress" && !entry.shown && !["user_message", "message", "reasoning", "tool_call"].includes(item.type)) {
       card.append(entry.parts.input = el("pre", { className: "input", hidden: !entry.input }, entry.input));
     }
     entry.li.replaceChildren(card);
@@ -572,13 +590,22 @@
     return JSON.stringify(raw, null, 2);
   }
 
+  // parsed is a tool's input as an object, or {} while it is incomplete.
+  function parsed(input) {
+    if (input && typeof input === "object") return input;
+    try {
+      const v = JSON.parse(input || "{}");
+      return v && typeof v === "object" ? v : {};
+    } catch {
+      return {};
+    }
+  }
+
   // diffFromInput derives a diff from a file tool's input when the agent
   // gives none: Write's content is all added, Edit's old text removed and
   // its new text added.
   function diffFromInput(input) {
-    let v;
-    try { v = typeof input === "string" ? JSON.parse(input) : input; } catch { return ""; }
-    if (!v || typeof v !== "object") return "";
+    const v = parsed(input);
     const lines = (s, sign) => String(s).replace(/\n$/, "").split("\n").map((l) => sign + l).join("\n");
     if (typeof v.content === "string") return lines(v.content, "+");
     const edits = Array.isArray(v.edits) ? v.edits : [v];
@@ -601,7 +628,9 @@
   function renderApproval(view, a) {
     const input = pretty(a.input);
     const item = a.item_id && view.items.get(a.item_id);
-    if (item && !item.input && a.input) {
+    // The approval has the tool's whole input: the item shows it in its
+    // own form (a command line, a diff) rather than as streamed JSON.
+    if (item && a.input) {
       item.input = typeof a.input === "string" ? a.input : JSON.stringify(a.input);
       if (item.item) renderItem(view, item.item);
     }
@@ -637,7 +666,8 @@
     badge.className = "badge " + (allowed ? "completed" : "declined");
     badge.dataset.status = allowed ? "approved" : "denied";
     const bits = [allowed ? "Approved" : "Denied"];
-    if (r.scope) bits.push(`for ${r.scope}`);
+    if (allowed && r.scope && r.scope !== "once") bits.push(`for this ${r.scope}`);
+    if (r.by) bits.push(`by ${r.by}`);
     if (r.cause && r.cause !== "client") bits.push(`(${r.cause})`);
     if (r.reason) bits.push(`— ${r.reason}`);
     card.querySelector(".actions").replaceWith(el("p", { className: "muted resolution" }, bits.join(" ")));
