@@ -159,6 +159,34 @@ func TestRealCLIConsole(t *testing.T) {
 	b.expect(`document.querySelector("#prompt").disabled && document.querySelector("#interrupt").disabled`, "an ended session takes no prompts")
 	b.until(`text("#session-list .state") === "ended" && !count("#session-list .pending")`, "the list showing the session ended")
 	b.shot("10-ended")
+
+	// Another agent: a bad workspace id gets the runner's reason; then a
+	// question answered with an option, and an approval allowed for the
+	// whole session.
+	b.run(chromedp.Click(chromedp.CSS(`#new-session`)),
+		chromedp.SetValue(chromedp.CSS(`#create-agent`), "mock"),
+		chromedp.SendKeys(chromedp.CSS(`#create-workspace`), "no/such id"),
+		chromedp.SendKeys(chromedp.CSS(`#create-prompt`), "ASK_QUESTION REQUEST_APPROVAL"),
+		chromedp.Click(chromedp.CSS(`#create-form button[type=submit]`)))
+	b.until(`text("#create-message").includes("invalid id")`, "the bad workspace id refused")
+	b.run(chromedp.Evaluate[chromedp.Void](`document.querySelector("#create-workspace").value = `+jsString(newWorkspaceID("console"))),
+		chromedp.Click(chromedp.CSS(`#create-form button[type=submit]`)))
+	b.until(`count("[data-approval] .choices input") === 3`, "the question")
+	b.hasNames("Answer", "Deny", "Red", "Green", "Blue")
+	b.run(chromedp.Click(chromedp.CSS(`[data-approval] .choices input[value=green]`)),
+		chromedp.Click(chromedp.CSS(`[data-approval]:has([data-status=pending]) button:not(.deny)`)))
+	b.until(`count("[data-approval] [data-status=pending]") === 1 && count("[data-approval] select") === 1`, "the tool approval with scopes")
+	b.hasNames("Scope")
+	b.run(chromedp.SetValue(chromedp.CSS(`[data-approval]:has([data-status=pending]) select`), "session"),
+		chromedp.Click(chromedp.CSS(`[data-approval]:has([data-status=pending]) button:not(.deny)`)))
+	b.until(`count("[data-turn-end=completed]") === 1`, "the mock's turn")
+	b.expect(`agentText().includes("You chose: Green.") && text("[data-type=question] .answer") === "Answer: Green"`, "the answer reached the agent")
+	b.expect(`[...document.querySelectorAll("[data-approval] .resolution")].map(e => e.textContent).join("|").includes("Approved for this session")`,
+		"the approval allowed for the session")
+	b.until(`[...document.querySelectorAll("#session-list .agent")].map(e => e.textContent).sort().join() === "claude,mock"`,
+		"sessions of both agents listed")
+	b.until(`!count("#session-list .pending") && text("#session-list [aria-current=true] .state") === "idle"`, "the list up to date")
+	b.shot("12-question")
 }
 
 // A token the runner stops accepting while the console is open signs the
@@ -329,7 +357,7 @@ func (b *browser) hasNames(names ...string) {
 		nodes = res.Nodes
 		return err
 	}))
-	controls := map[string]bool{"button": true, "textbox": true, "combobox": true}
+	controls := map[string]bool{"button": true, "textbox": true, "combobox": true, "radio": true, "checkbox": true}
 	have := map[string]bool{}
 	for _, n := range nodes {
 		var role, name string

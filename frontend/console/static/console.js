@@ -418,17 +418,19 @@
       }
     }
 
-    async resolve(approval, decision, scope, card) {
+    async resolve(approval, decision, scope, card, answers) {
       const body = { decision };
       if (scope) body.scope = scope;
-      for (const b of card.querySelectorAll("button, select")) b.disabled = true;
+      if (answers && answers.length) body.answers = answers;
+      show($("session-message"), "");
+      for (const b of card.querySelectorAll("button, select, input")) b.disabled = true;
       try {
         await api("POST", `${sessionPath(this.id)}/approvals/${encodeURIComponent(approval.id)}/resolve`, body);
       } catch (e) {
         if (e instanceof Unauthorized) return;
         // already_resolved: the approval.resolved event says by whom.
         if (e.code !== "already_resolved") {
-          for (const b of card.querySelectorAll("button, select")) b.disabled = false;
+          for (const b of card.querySelectorAll("button, select, input")) b.disabled = false;
           show($("session-message"), "Could not answer the approval: " + e.message);
         }
       }
@@ -562,6 +564,7 @@
         const q = item.question || {};
         card.append(el("p", { className: "text" }, q.prompt || ""));
         card.append(el("ul", {}, (q.options || []).map((o) => el("li", {}, o.label))));
+        if (item.text) card.append(el("p", { className: "text answer" }, "Answer: " + item.text));
         break;
       }
       default:
@@ -615,7 +618,7 @@
 
   function diffView(diff) {
     if (!diff) return el("p", { className: "muted" }, "No diff given.");
-    return el("pre", { className: "diff" }, diff.split("\n").map((line) => {
+    return el("pre", { className: "diff" }, diff.replace(/\n$/, "").split("\n").map((line) => {
       let cls = "line";
       if (line.startsWith("+++") || line.startsWith("---")) cls += " file";
       else if (line.startsWith("+")) cls += " add";
@@ -635,6 +638,15 @@
       if (item.item) renderItem(view, item.item);
     }
     const actions = el("div", { className: "actions" });
+    // A question is answered by allowing it with the chosen options.
+    let choices = null;
+    const q = a.kind === "question" && a.question;
+    if (q && (q.options || []).length) {
+      const name = "answer-" + a.id;
+      choices = el("fieldset", { className: "choices" }, el("legend", {}, q.prompt || "Choose"),
+        q.options.map((o) => el("label", {},
+          el("input", { type: q.multi_select ? "checkbox" : "radio", name, value: o.id }), " ", o.label)));
+    }
     let scope = null;
     const scopes = a.scopes || [];
     if (scopes.length > 1) {
@@ -647,11 +659,16 @@
         el("span", { className: "badge pending", "data-status": "pending" }, "pending"),
         a.expires ? el("span", {}, `default ${a.default || "deny"} at ${when(a.expires)}`) : null),
       el("p", { className: "text" }, a.title || a.tool || ""),
-      input ? el("pre", { className: "input" }, input) : null,
+      input && !choices ? el("pre", { className: "input" }, input) : null,
+      choices,
       actions);
-    const answer = (decision) => () => view.resolve(a, decision, scope ? scope.value : "", card);
+    const answer = (decision) => () => {
+      const answers = decision === "allow" && choices ? [...choices.querySelectorAll("input:checked")].map((i) => i.value) : [];
+      if (choices && decision === "allow" && !answers.length) return show($("session-message"), "Choose an answer first.");
+      view.resolve(a, decision, scope ? scope.value : "", card, answers);
+    };
     actions.prepend(
-      el("button", { type: "button", on: { click: answer("allow") } }, "Approve"),
+      el("button", { type: "button", on: { click: answer("allow") } }, choices ? "Answer" : "Approve"),
       el("button", { type: "button", className: "deny", on: { click: answer("deny") } }, "Deny"));
     view.approvals.set(a.id, card);
     add(el("li", {}, card));
@@ -670,6 +687,11 @@
     if (r.by) bits.push(`by ${r.by}`);
     if (r.cause && r.cause !== "client") bits.push(`(${r.cause})`);
     if (r.reason) bits.push(`— ${r.reason}`);
+    if (r.answers && r.answers.length) {
+      const labels = new Map([...card.querySelectorAll(".choices input")].map((i) => [i.value, i.parentElement.textContent.trim()]));
+      bits.push(`— ${r.answers.map((id) => labels.get(id) || id).join(", ")}`);
+    }
+    for (const i of card.querySelectorAll(".choices input")) i.disabled = true;
     card.querySelector(".actions").replaceWith(el("p", { className: "muted resolution" }, bits.join(" ")));
   }
 
