@@ -187,6 +187,8 @@ func TestRealCLIConsole(t *testing.T) {
 		"sessions of both agents listed")
 	b.until(`!count("#session-list .pending") && text("#session-list [aria-current=true] .state") === "idle"`, "the list up to date")
 	b.shot("12-question")
+	b.expect(`!performance.getEntriesByType("resource").some(e => e.name.includes(`+jsString(tr.Token)+`)) &&
+		performance.getEntriesByType("resource").some(e => e.name.endsWith("/events"))`, "no URL the page fetched has the token in it")
 }
 
 // A token the runner stops accepting while the console is open signs the

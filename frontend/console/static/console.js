@@ -159,18 +159,33 @@
 
   // ---- the sessions list -------------------------------------------------
 
+  // refreshList fetches the list now and then every LIST_EVERY_MS: one
+  // request at a time, and one timer; a call while one is in flight makes
+  // it go again at once when it is done.
+  let listing = false;
+  let listAgain = false;
   async function refreshList() {
     clearTimeout(listTimer);
     if (!token()) return;
+    if (listing) {
+      listAgain = true;
+      return;
+    }
+    listing = true;
     try {
       const [list, pending] = await Promise.all([api("GET", "/v1/sessions"), api("GET", "/v1/approvals")]);
+      if (!token()) return; // signed out meanwhile
       renderList(list.sessions || [], pending.approvals || []);
       show($("runner-state"), "");
     } catch (e) {
       if (e instanceof Unauthorized) return;
       show($("runner-state"), "Cannot reach the runner: " + e.message);
+    } finally {
+      listing = false;
     }
-    listTimer = setTimeout(refreshList, LIST_EVERY_MS);
+    clearTimeout(listTimer);
+    listTimer = setTimeout(refreshList, listAgain ? 0 : LIST_EVERY_MS);
+    listAgain = false;
   }
 
   // Events that change what the list shows: it is refreshed at once
