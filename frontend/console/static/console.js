@@ -125,6 +125,7 @@
     $("events").replaceChildren();
     $("create-agent").replaceChildren();
     $("app-view").hidden = true;
+    document.title = "Tether";
     $("sign-out").hidden = true;
     show($("runner-state"), "");
     $("signin-view").hidden = false;
@@ -214,6 +215,7 @@
     $("session-list").replaceChildren(...rows);
     $("no-sessions").hidden = sessions.length > 0;
     show($("approvals-summary"), approvals.length ? `${approvals.length} approval${approvals.length > 1 ? "s" : ""} waiting` : "");
+    document.title = approvals.length ? `(${approvals.length}) Tether` : "Tether";
     if (current) {
       const s = sessions.find((x) => x.id === current.id);
       if (s && !current.ended) current.setState(s.state);
@@ -718,6 +720,15 @@
     $("new-session").addEventListener("click", () => { location.hash = "#new"; route(); });
     $("create-form").addEventListener("submit", createSession);
     $("prompt-form").addEventListener("submit", (e) => (current ? current.prompt(e) : e.preventDefault()));
+    // Ctrl+Enter (⌘+Enter) sends; Enter alone is a new line.
+    for (const id of ["prompt", "create-prompt"]) {
+      $(id).addEventListener("keydown", (e) => {
+        if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+          e.preventDefault();
+          e.target.form.requestSubmit();
+        }
+      });
+    }
     $("interrupt").addEventListener("click", () => current && current.interrupt());
     $("close-session").addEventListener("click", () => current && current.close());
     window.addEventListener("hashchange", route);
