@@ -108,41 +108,43 @@ func TestRealCLIConsole(t *testing.T) {
 	}
 	b.shot("6-approved")
 
-	// A file written, shown as a diff.
-	b.prompt("USE_WRITE notes.txt")
-	b.until(`count("[data-approval] [data-status=pending]") === 1`, "the Write approval")
-	b.run(chromedp.Click(chromedp.CSS(`[data-approval]:has([data-status=pending]) button:not(.deny)`)))
-	b.until(`itemStatus("file_change") === "completed" && count("[data-turn-end]") === 3`, "the file written")
-	b.expect(`text("[data-type=file_change] .diff .add") === `+jsString("+"+fakeanthropic.WriteContent), "the write shown as an added line")
-	b.shot("7-file-diff")
-
 	b.prompt(bashPrompt("touch refused.txt"))
 	b.until(`count("[data-approval] [data-status=pending]") === 1`, "the second approval")
 	b.run(chromedp.Click(chromedp.CSS(`[data-approval]:has([data-status=pending]) button.deny`)))
-	b.until(`itemStatus("command") === "declined" && count("[data-turn-end]") === 4`, "the denied command refused")
+	b.until(`itemStatus("command") === "declined" && count("[data-turn-end]") === 3`, "the denied command refused")
 	if _, err := os.Stat(filepath.Join(dir, "refused.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the denied command ran: %v", err)
 	}
-	b.shot("8-denied")
+	b.shot("7-denied")
 
 	// Markup and script from the agent are shown as text, never run.
 	reply := `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script><b id="inj-reply">bold</b>`
 	b.prompt("SAY " + reply)
-	b.until(`count("[data-turn-end]") === 5`, "the markup reply")
+	b.until(`count("[data-turn-end]") === 4`, "the markup reply")
 	b.expect(`agentText() === `+jsString(reply), "the reply's markup shown as text")
 	out := `<b id="inj-out">out</b><img src=x onerror="window.pwned=3">`
 	b.prompt(bashPrompt("echo '" + out + "'"))
 	// Claude Code runs a read-only command such as echo without asking;
 	// should it ask, the console approves it.
-	b.until(`count("[data-turn-end]") === 6 || count("[data-approval] [data-status=pending]") === 1`, "the markup command")
+	b.until(`count("[data-turn-end]") === 5 || count("[data-approval] [data-status=pending]") === 1`, "the markup command")
 	if b.string(`String(count("[data-approval] [data-status=pending]"))`) == "1" {
 		b.run(chromedp.Click(chromedp.CSS(`[data-approval]:has([data-status=pending]) button:not(.deny)`)))
 	}
-	b.until(`count("[data-turn-end]") === 6`, "the markup command's turn")
+	b.until(`count("[data-turn-end]") === 5`, "the markup command's turn")
 	b.expect(`lastItem("command").querySelector(".output").textContent.includes(`+jsString(out)+`)`, "the command's markup output shown as text")
 	b.expect(`!document.querySelector("#inj-reply, #inj-out, #events img, #events script, #events b") && window.pwned === undefined`,
 		"no markup from the agent made into elements, no script run")
-	b.shot("9-markup-as-text")
+	b.shot("8-markup-as-text")
+
+	// A file written, shown as a diff.
+	b.prompt("USE_WRITE notes.txt")
+	b.until(`count("[data-approval] [data-status=pending]") === 1`, "the Write approval")
+	b.run(chromedp.Click(chromedp.CSS(`[data-approval]:has([data-status=pending]) button:not(.deny)`)))
+	b.until(`itemStatus("file_change") === "completed" && count("[data-turn-end]") === 6`, "the file written")
+	b.expect(`text("[data-type=file_change] .diff .add") === `+jsString("+"+fakeanthropic.WriteContent), "the write shown as an added line")
+	// Only the change: the approval's title holds the test's temporary
+	// directory (and so the steps after show the top of the session).
+	b.shot("9-file-diff", `[data-type=file_change]`)
 
 	// Interrupt a running turn.
 	b.prompt("SLOW")
@@ -158,6 +160,7 @@ func TestRealCLIConsole(t *testing.T) {
 	b.until(`!document.querySelector("#session-ended").hidden && text("#session-ended").includes("closed")`, "why the session ended")
 	b.expect(`document.querySelector("#prompt").disabled && document.querySelector("#interrupt").disabled`, "an ended session takes no prompts")
 	b.until(`text("#session-list .state") === "ended" && !count("#session-list .pending")`, "the list showing the session ended")
+	b.run(chromedp.Evaluate[chromedp.Void](`document.querySelector(".pane").scrollTop = 0`))
 	b.shot("10-ended")
 
 	// Another agent: a bad workspace id gets the runner's reason; then a
@@ -379,9 +382,9 @@ func (b *browser) hasNames(names ...string) {
 	}
 }
 
-// shot saves a screenshot of the page when TETHER_CONSOLE_SCREENSHOTS
-// names a directory.
-func (b *browser) shot(name string) {
+// shot saves a screenshot of the page, or of the element of an optional
+// selector, when TETHER_CONSOLE_SCREENSHOTS names a directory.
+func (b *browser) shot(name string, element ...string) {
 	b.t.Helper()
 	dir := os.Getenv("TETHER_CONSOLE_SCREENSHOTS")
 	if dir == "" {
@@ -389,7 +392,11 @@ func (b *browser) shot(name string) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	shoot := chromedp.CaptureScreenshot()
+	if len(element) > 0 {
+		shoot = chromedp.Screenshot(chromedp.CSS(element[0]))
+	}
+	png, err := chromedp.Run(ctx, shoot)
 	if err != nil {
 		b.t.Fatal(err)
 	}
