@@ -251,7 +251,7 @@ type browser struct {
 	ctx context.Context
 }
 
-// helpers the tests' expressions use, installed on every page load.
+// browserHelpers are functions the tests' expressions use, defined on every page load.
 const browserHelpers = `
 window.text = (sel) => { const e = document.querySelector(sel); return e ? e.textContent : ""; };
 window.count = (sel) => document.querySelectorAll(sel).length;
