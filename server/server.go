@@ -399,6 +399,7 @@ func routes(p *parts, tokens *auth.Tokens, cfg Config, log *slog.Logger, shuttin
 	if cfg.MetricsAddr == "" {
 		mux.Handle("GET /metrics", auth.Middleware(tokens, log, p.metrics.Handler()))
 	}
+	mountConsole(mux)
 	return mux
 }
 
