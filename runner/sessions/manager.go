@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,6 +96,8 @@ type CreateRequest struct {
 	Resume string
 	// Fork starts a new conversation from Resume's (where the agent can).
 	Fork bool
+	// Options are the driver's own start options (agent.StartRequest's).
+	Options json.RawMessage
 }
 
 // Manager runs canonical sessions. Its methods are safe for concurrent
@@ -212,7 +215,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if err != nil {
 		m.log.Warn("workspace snapshot failed: the session's diff is the agent's own", "session", id, "err", err)
 	}
-	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model})
+	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model, Options: req.Options})
 	if err != nil {
 		ws.Release()
 		return Info{}, fmt.Errorf("%w: %s: %w", ErrAgentStart, req.Agent, err)
