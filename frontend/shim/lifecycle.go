@@ -35,7 +35,7 @@ func (s *Server) startRun(ctx context.Context, brief AgentBrief, native string, 
 	}
 	r := &run{s: s, id: s.cfg.NewID(), sessionID: info.ID, brief: brief, turnsBefore: turns,
 		mapper: newMapper(brief.AgentID, brief.Workstream, s.cfg.NewID), status: StatusRunning,
-		nativeID: info.NativeID, resolved: map[string]chan struct{}{}, done: make(chan struct{})}
+		nativeID: info.NativeID, resolved: map[string]chan struct{}{}, options: map[string][]string{}, done: make(chan struct{})}
 	return r, nil
 }
 

@@ -39,6 +39,10 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 	if run == nil {
 		return
 	}
+	if len(res.Answers) == 1 && run.refuses(body.DecisionID, res.Answers[0]) {
+		detail(w, http.StatusUnprocessableEntity, "chosenOptionId "+res.Answers[0]+" is not an option of decision "+body.DecisionID)
+		return
+	}
 	if res.Scope == agent.ScopeSession {
 		if caps, ok := s.cfg.Sessions.Agents()[s.cfg.Agent]; !ok || !containsScope(caps.Scopes, agent.ScopeSession) {
 			res.Scope = agent.ScopeOnce // alwaysApprove is a wish; this agent allows once

@@ -35,6 +35,7 @@ type run struct {
 	resolved  map[string]chan struct{} // closed when the decision's resolution is out
 	done      chan struct{}            // closed when the pump has ended
 	pending   []string                 // open decisions, in order
+	options   map[string][]string      // an open option decision's option ids
 	turns     int
 	lastEvent time.Time
 }
@@ -141,6 +142,11 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 	case agent.KindApprovalRequested:
 		r.mu.Lock()
 		r.pending = append(r.pending, e.Approval.ID)
+		if q := e.Approval.Question; q != nil {
+			for _, o := range q.Options {
+				r.options[e.Approval.ID] = append(r.options[e.Approval.ID], o.ID)
+			}
+		}
 		r.status = StatusWaiting
 		r.mu.Unlock()
 	case agent.KindTurnCompleted:
@@ -172,6 +178,7 @@ func (r *run) after(e agent.Event) {
 	case agent.KindApprovalResolved:
 		id := e.Resolution.ApprovalID
 		r.pending = slices.DeleteFunc(r.pending, func(p string) bool { return p == id })
+		delete(r.options, id)
 		if ch, ok := r.resolved[id]; ok {
 			close(ch)
 		} else {
@@ -195,6 +202,15 @@ func closedChan() chan struct{} {
 	ch := make(chan struct{})
 	close(ch)
 	return ch
+}
+
+// refuses says whether decision id is an open option decision without
+// option, so a wrong answer is refused before it is recorded.
+func (r *run) refuses(id, option string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	opts, ok := r.options[id]
+	return ok && !slices.Contains(opts, option)
 }
 
 // waitResolved waits (up to max) until decision id's resolution is in

@@ -157,6 +157,13 @@ func (s *Stream) Resumed(run string, after int64) {
 	s.mu.Unlock()
 }
 
+// Seen is every event read so far.
+func (s *Stream) Seen() []Envelope {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Envelope(nil), s.All...)
+}
+
 // Close ends the connection and reports what was wrong with the stream.
 func (s *Stream) Close() {
 	s.cancel()
