@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -101,8 +103,15 @@ type Stream struct {
 	closeErr error
 }
 
-// Events connects to WS /events with the query (e.g. "runId=R&after=N").
-func (c *Client) Events(query string) *Stream {
+// Events connects to WS /events with the query (e.g. "runId=R&after=N":
+// then run R's events are expected from N+1).
+func (c *Client) Events(query string) *Stream { return c.events(query, false) }
+
+// EventsLate connects to a stream that may begin mid-run: the first
+// event's sequence is taken as it comes, the rest checked after it.
+func (c *Client) EventsLate(query string) *Stream { return c.events(query, true) }
+
+func (c *Client) events(query string, late bool) *Stream {
 	c.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	url := "ws" + strings.TrimPrefix(c.Base, "http") + "/events"
@@ -118,6 +127,9 @@ func (c *Client) Events(query string) *Stream {
 	}
 	ws.SetReadLimit(16 << 20)
 	s := &Stream{t: c.T, ws: ws, cancel: cancel, ch: make(chan Envelope, 1<<16), done: make(chan struct{}), lastSeq: map[string]int64{}}
+	if q, err := neturl.ParseQuery(query); err == nil && q.Get("runId") != "" {
+		s.lastSeq[q.Get("runId")], _ = strconv.ParseInt(q.Get("after"), 10, 64)
+	}
 	go func() {
 		defer close(s.done)
 		defer close(s.ch)
@@ -134,8 +146,10 @@ func (c *Client) Events(query string) *Stream {
 			if err != nil {
 				s.errs = append(s.errs, fmt.Sprintf("invalid event: %v: %s", err, data))
 			}
-			// Each run counts from 1 without a gap (a stream resumed mid-run
-			// says where it starts: Resumed).
+			// Each run counts from 1 without a gap.
+			if late && len(s.All) == 0 {
+				s.lastSeq[env.RunID] = env.SourceSequence - 1
+			}
 			if last := s.lastSeq[env.RunID]; env.SourceSequence != last+1 {
 				s.errs = append(s.errs, fmt.Sprintf("run %s: sequence %d after %d", env.RunID, env.SourceSequence, last))
 			}
@@ -147,14 +161,6 @@ func (c *Client) Events(query string) *Stream {
 	}()
 	c.T.Cleanup(s.Close)
 	return s
-}
-
-// Resumed marks a stream that starts mid-run (a resume after a sequence):
-// its first event of run is after `after`.
-func (s *Stream) Resumed(run string, after int64) {
-	s.mu.Lock()
-	s.lastSeq[run] = after
-	s.mu.Unlock()
 }
 
 // Seen is every event read so far.
