@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
@@ -75,8 +76,8 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	}
 	dataDir := cfg.DataDir
 	if dataDir == "" {
-		if dataDir, err = os.MkdirTemp("", "tether-shim-"); err != nil {
-			return fmt.Errorf("server: %w", err)
+		if dataDir, err = tempDataDir(filepath.Dir(wsDir)); err != nil {
+			return err
 		}
 		defer os.RemoveAll(dataDir)
 	}
@@ -85,6 +86,12 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("server: %w", err)
+	}
+	if dataDir, err = filepath.EvalSymlinks(dataDir); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if parent := filepath.Dir(wsDir); within(dataDir, parent) || within(parent, dataDir) {
+		return &ConfigError{Field: "DataDir", Reason: fmt.Sprintf("%s must be outside the workspace's parent directory %s, and not contain it (it holds the agent's private home)", dataDir, parent)}
 	}
 	core, err := openShimCore(cfg, wsDir, dataDir, log)
 	if err != nil {
@@ -127,6 +134,38 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 		err = nil
 	}
 	return errors.Join(err, closeErr, core.sessions.Shutdown(stopCtx))
+}
+
+// tempDataDir is a temporary data directory outside parent (the
+// workspace's parent, which must not hold the agent's private home): in
+// the system's temporary directory, else the user's cache directory.
+func tempDataDir(parent string) (string, error) {
+	var bases []string
+	if tmp, err := filepath.EvalSymlinks(os.TempDir()); err == nil {
+		bases = append(bases, tmp)
+	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		bases = append(bases, filepath.Join(cache, "tether"))
+	}
+	for _, base := range bases {
+		if within(base, parent) || within(parent, base) {
+			continue
+		}
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			continue
+		}
+		dir, err := os.MkdirTemp(base, "tether-shim-")
+		if err == nil {
+			return dir, nil
+		}
+	}
+	return "", &ConfigError{Field: "DataDir", Reason: "no temporary directory outside the workspace's parent " + parent + ": give --data-dir"}
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // shimCore is the runner core of one shim: one agent's driver, the

@@ -136,6 +136,22 @@ func toolOf(it *agent.Item) (name string, input any, ok bool) {
 	return "", nil, false
 }
 
+// emptyInput says whether a tool input carries nothing yet.
+func emptyInput(in any) bool {
+	m, ok := in.(map[string]any)
+	if !ok {
+		return in == nil
+	}
+	for _, v := range m {
+		if s, isStr := v.(string); !isStr || s != "" {
+			if l, isList := v.([]string); !isList || len(l) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // objectOf is raw JSON as an object: the backend wants objects for tool
 // input; anything else is wrapped.
 func objectOf(raw json.RawMessage) map[string]any {
@@ -181,6 +197,9 @@ func (m *mapper) itemCompleted(at time.Time, it *agent.Item) ([]Event, []artifac
 		c = openCall{id: m.newID(), name: name, input: input, started: at}
 	}
 	delete(m.calls, it.ID)
+	if !emptyInput(input) { // the input may have streamed in after the start
+		c.input = input
+	}
 	phase := "completed"
 	if it.Status != agent.ItemDone {
 		phase = "failed"
