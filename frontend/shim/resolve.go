@@ -43,10 +43,8 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		detail(w, http.StatusUnprocessableEntity, "chosenOptionId "+res.Answers[0]+" is not an option of decision "+body.DecisionID)
 		return
 	}
-	if res.Scope == agent.ScopeSession {
-		if caps, ok := s.cfg.Sessions.Agents()[s.cfg.Agent]; !ok || !containsScope(caps.Scopes, agent.ScopeSession) {
-			res.Scope = agent.ScopeOnce // alwaysApprove is a wish; this agent allows once
-		}
+	if res.Scope == agent.ScopeSession && !s.offers(run.sessionID, body.DecisionID, agent.ScopeSession) {
+		res.Scope = agent.ScopeOnce // alwaysApprove is a wish; this approval allows once
 	}
 	_, err := s.cfg.Sessions.Resolve(r.Context(), run.sessionID, res)
 	var already *agent.AlreadyResolvedError
@@ -64,6 +62,22 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 	}
 	run.waitResolved(r.Context(), body.DecisionID, resolveWait)
 	writeJSON(w, http.StatusOK, map[string]string{"status": "resolved", "decisionId": body.DecisionID})
+}
+
+// offers says whether the pending approval id of session offers scope
+// (an answer it does not offer would be refused by the agent after the
+// store recorded it).
+func (s *Server) offers(sessionID, id string, scope agent.Scope) bool {
+	pending, err := s.cfg.Sessions.Approvals()
+	if err != nil {
+		return false
+	}
+	for _, rec := range pending {
+		if rec.Approval.SessionID == sessionID && rec.Approval.ID == id {
+			return containsScope(rec.Approval.Scopes, scope)
+		}
+	}
+	return false
 }
 
 func containsScope(scopes []agent.Scope, s agent.Scope) bool {

@@ -235,3 +235,20 @@ func decode[T any](t *testing.T, data []byte) T {
 	}
 	return v
 }
+
+// alwaysApprove allows for the rest of the session where the approval
+// offers it: the next call of the tool is not asked again.
+func TestAlwaysApprove(t *testing.T) {
+	h := start(t, newMock(), nil)
+	events := h.Events("")
+	h.Must(200, "POST", "/spawn", brief("REQUEST_APPROVAL"), nil)
+	d := events.Until("decision/tool_approval", wait)
+	h.Must(200, "POST", "/resolve", map[string]any{"decisionId": d[len(d)-1].Str("decisionId"),
+		"resolution": map[string]any{"type": "tool_approval", "action": "approve", "alwaysApprove": true}}, nil)
+	events.Until("completion", wait)
+	h.Must(200, "POST", "/update-brief", map[string]any{"changes": map[string]any{"description": "REQUEST_APPROVAL again"}}, nil)
+	next := events.Until("completion", wait)
+	if slices.ContainsFunc(next, func(e shimclient.Envelope) bool { return e.Type() == "decision/tool_approval" }) {
+		t.Errorf("asked again after alwaysApprove: %v", types(next))
+	}
+}
