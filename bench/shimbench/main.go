@@ -7,12 +7,13 @@
 //     WS /events client has read it, p50/p99/max, with events paced
 //     every -interval (the reference shims poll their buffer every 50 ms,
 //     which alone adds up to 50 ms to each event);
+//
 //   - completeness: -n events of one run, as fast as the agent makes
 //     them, read by two clients at once: how many each got, whether in
 //     order, and how long it took (the reference keeps 1,000 and splits
 //     the stream between clients).
 //
-//	go run ./bench/shimbench [-latency-events 2000] [-interval 2ms] [-n 10000]
+//     go run ./bench/shimbench [-latency-events 2000] [-interval 2ms] [-n 10000]
 package main
 
 import (
