@@ -66,8 +66,9 @@ func FuzzBriefToPrompt(f *testing.F) {
 	f.Add("role", "desc", "goal", 3, 10)
 	f.Add(strings.Repeat("r", 9000), "", "", 0, 0)
 	f.Fuzz(func(t *testing.T, role, desc, goal string, goals, rep int) {
-		b := AgentBrief{Role: role, Description: strings.Repeat(desc, rep%500)}
-		for range goals % 2000 {
+		rep, goals = abs(rep%500), abs(goals%2000)
+		b := AgentBrief{Role: role, Description: strings.Repeat(desc, rep)}
+		for range goals {
 			b.ProjectBrief.Goals = append(b.ProjectBrief.Goals, goal)
 		}
 		if n := len([]rune(BriefToPrompt(b, goals%2 == 0))); n > MaxPrompt {
@@ -86,4 +87,11 @@ func TestArtifactKind(t *testing.T) {
 			t.Errorf("%s: %s, want %s", path, got, want)
 		}
 	}
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
