@@ -227,8 +227,15 @@ func (s *Stream) Until(typ string, timeout time.Duration) []Envelope {
 type Child struct {
 	Cmd    *exec.Cmd
 	Port   int
-	Stderr *bytes.Buffer
+	stderr *lockedWriter
 	exited chan error
+}
+
+// Stderr is what the shim wrote to stderr so far.
+func (c *Child) Stderr() string {
+	c.stderr.mu.Lock()
+	defer c.stderr.mu.Unlock()
+	return c.stderr.w.String()
 }
 
 // Launch starts the shim command and waits for it to be healthy (30 s,
@@ -241,8 +248,8 @@ func Launch(t testing.TB, env []string, bootstrap string, name string, args ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := &Child{Cmd: cmd, Stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter{w: ch.Stderr}
+	ch := &Child{Cmd: cmd, stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan error, 1)}
+	cmd.Stderr = ch.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -266,9 +273,9 @@ func Launch(t testing.TB, env []string, bootstrap string, name string, args ...s
 	case ch.Port = <-ports:
 	case err := <-ch.exited:
 		ch.exited <- err
-		t.Fatalf("the shim exited before announcing its port: %v\n%s", err, ch.Stderr)
+		t.Fatalf("the shim exited before announcing its port: %v\n%s", err, ch.Stderr())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("no port announced in 30 s\n%s", ch.Stderr)
+		t.Fatalf("no port announced in 30 s\n%s", ch.Stderr())
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -300,11 +307,11 @@ func (c *Child) Stop(t testing.TB) {
 	case err := <-c.exited:
 		c.exited <- err
 		if err != nil {
-			t.Errorf("the shim exited with %v\n%s", err, c.Stderr)
+			t.Errorf("the shim exited with %v\n%s", err, c.Stderr())
 		}
 	case <-time.After(20 * time.Second):
 		_ = c.Cmd.Process.Kill()
-		t.Errorf("the shim did not stop within 20 s of SIGTERM\n%s", c.Stderr)
+		t.Errorf("the shim did not stop within 20 s of SIGTERM\n%s", c.Stderr())
 		<-c.exited
 	}
 }
