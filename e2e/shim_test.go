@@ -28,9 +28,9 @@ import (
 // permission request as a tool_approval decision, approved through
 // /resolve (the command really ran in the workspace), a checkpoint
 // naming the agent's own session,
-// and a resume through the agent's native resume (the model is sent the
-// first run's conversation again). A client written from the backend's
-// contract validates every event.
+// a resume through the agent's native resume (the model is sent the
+// first run's conversation again), kill and respawn, and bad bodies. A
+// client written from the backend's contract validates every event.
 func TestRealCLIClaudeShim(t *testing.T)   { shimJourney(t, "claude") }
 func TestRealCLICodexShim(t *testing.T)    { shimJourney(t, "codex") }
 func TestRealCLIOpenCodeShim(t *testing.T) { shimJourney(t, "opencode") }
@@ -186,6 +186,22 @@ func shimJourney(t *testing.T, kind string) {
 	}
 	var kill shim.KillResponse
 	c.Must(200, "POST", "/kill", map[string]any{"grace": true}, &kill)
+	if k := events.Until("lifecycle", long); k[len(k)-1].Str("action") != "killed" || !kill.CleanShutdown {
+		t.Fatalf("kill %+v: %s", kill, mustJSON(k))
+	}
+	// Respawn after the kill: a new run, the agent's new session.
+	next["description"] = "SAY respawned"
+	var respawned shim.AgentHandle
+	c.Must(200, "POST", "/spawn", next, &respawned)
+	third := events.Until("completion", long)
+	if third[0].Str("action") != "started" || third[0].SourceSequence != 1 || !strings.Contains(third[len(third)-1].Str("summary"), "respawned") {
+		t.Fatalf("respawn: %s", mustJSON(third))
+	}
+	// Bad bodies get a detail, and the shim stays healthy.
+	c.Must(422, "POST", "/spawn", `{"agentId":`, nil)
+	c.Must(422, "POST", "/resolve", map[string]any{"decisionId": "x", "resolution": map[string]any{"type": "maybe"}}, nil)
+	c.Must(413, "POST", "/inject-context", `{"content":"`+strings.Repeat("x", shim.MaxBody)+`"}`, nil)
+	c.Must(200, "GET", "/health", nil, nil)
 	child.Stop(t)
 	events.Close()
 }
