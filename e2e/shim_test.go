@@ -29,7 +29,9 @@ import (
 // /resolve (the command really ran in the workspace), a checkpoint
 // naming the agent's own session,
 // a resume through the agent's native resume (the model is sent the
-// first run's conversation again), kill and respawn, and bad bodies. A
+// first run's conversation again), kill and respawn (with Claude Code's
+// Write and Codex's patch, the written file an artifact uploaded to the
+// backend first), and bad bodies. A
 // client written from the backend's contract validates every event.
 func TestRealCLIClaudeShim(t *testing.T)   { shimJourney(t, "claude") }
 func TestRealCLICodexShim(t *testing.T)    { shimJourney(t, "codex") }
@@ -189,13 +191,53 @@ func shimJourney(t *testing.T, kind string) {
 	if k := events.Until("lifecycle", long); k[len(k)-1].Str("action") != "killed" || !kill.CleanShutdown {
 		t.Fatalf("kill %+v: %s", kill, mustJSON(k))
 	}
-	// Respawn after the kill: a new run, the agent's new session.
+	// Respawn after the kill: a new run, the agent's new session. Where
+	// the fake drives the agent's own file tool, the file it writes is an
+	// artifact, uploaded to the backend first.
+	write := map[string]string{"claude": "USE_WRITE notes.md", "codex": "USE_PATCH notes.md diffed"}[kind]
 	next["description"] = "SAY respawned"
+	if write != "" {
+		next["description"] = write
+	}
 	var respawned shim.AgentHandle
 	c.Must(200, "POST", "/spawn", next, &respawned)
-	third := events.Until("completion", long)
-	if third[0].Str("action") != "started" || third[0].SourceSequence != 1 || !strings.Contains(third[len(third)-1].Str("summary"), "respawned") {
+	var third []shimclient.Envelope
+	for done := false; !done; {
+		e := events.Next(long)
+		third = append(third, e)
+		switch e.Type() {
+		case "decision/tool_approval":
+			c.Must(200, "POST", "/resolve", map[string]any{"decisionId": e.Str("decisionId"),
+				"resolution": map[string]any{"type": "tool_approval", "action": "approve"}}, nil)
+		case "completion":
+			done = true
+		}
+	}
+	if third[0].Str("action") != "started" || third[0].SourceSequence != 1 || third[len(third)-1].Str("outcome") != "success" {
 		t.Fatalf("respawn: %s", mustJSON(third))
+	}
+	if write == "" && !strings.Contains(third[len(third)-1].Str("summary"), "respawned") {
+		t.Fatalf("respawn: %s", mustJSON(third))
+	}
+	if write != "" {
+		i := slices.IndexFunc(third, func(e shimclient.Envelope) bool { return e.Type() == "artifact" })
+		if i < 0 {
+			t.Fatalf("no artifact for the written file: %s", mustJSON(third))
+		}
+		a := third[i]
+		produced, _ := third[len(third)-1].Event["artifactsProduced"].([]any)
+		if a.Str("name") != "notes.md" || a.Str("kind") != "document" || a.Str("uri") != "artifact://"+agentID+"/"+a.Str("artifactId") ||
+			!slices.Contains(produced, any(a.Str("artifactId"))) {
+			t.Errorf("artifact %s, produced %v", mustJSON(a.Event), produced)
+		}
+		backend.mu.Lock()
+		if len(backend.posted) != 1 || backend.posted[0]["artifactId"] != a.Str("artifactId") {
+			t.Errorf("uploads %v", backend.posted)
+		}
+		backend.mu.Unlock()
+		if _, err := os.Stat(filepath.Join(workspace, "notes.md")); err != nil {
+			t.Errorf("the written file: %v", err)
+		}
 	}
 	// Bad bodies get a detail, and the shim stays healthy.
 	c.Must(422, "POST", "/spawn", `{"agentId":`, nil)
