@@ -59,13 +59,6 @@ func (h *hub) append(frame []byte, key cursor) {
 	h.mu.Unlock()
 }
 
-// last is the newest position.
-func (h *hub) last() int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.base + int64(len(h.frames))
-}
-
 // undelivered counts the frames no client has been sent yet.
 func (h *hub) undelivered() int {
 	h.mu.Lock()

@@ -24,20 +24,19 @@ type run struct {
 	// (the mock's script position); turns counts this run's.
 	turnsBefore int
 
-	mu        sync.Mutex
-	seq       int64
-	status    string
-	nativeID  string
-	inTurn    bool
-	turnDone  bool   // the last turn completed and nothing followed it
-	stopping  string // why the run is being stopped: pause, kill or replace
-	ended     bool
-	resolved  map[string]chan struct{} // closed when the decision's resolution is out
-	done      chan struct{}            // closed when the pump has ended
-	pending   []string                 // open decisions, in order
-	options   map[string][]string      // an open option decision's option ids
-	turns     int
-	lastEvent time.Time
+	mu       sync.Mutex
+	seq      int64
+	status   string
+	nativeID string
+	inTurn   bool
+	turnDone bool   // the last turn completed and nothing followed it
+	stopping string // why the run is being stopped: pause, kill or replace
+	ended    bool
+	resolved map[string]chan struct{} // closed when the decision's resolution is out
+	done     chan struct{}            // closed when the pump has ended
+	pending  []string                 // open decisions, in order
+	options  map[string][]string      // an open option decision's option ids
+	turns    int
 }
 
 func (r *run) getStatus() string {

@@ -1,7 +1,6 @@
 package shim_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -226,14 +225,6 @@ func TestBadBodies(t *testing.T) {
 	if health.Status != "healthy" {
 		t.Errorf("health after bad bodies %+v", health)
 	}
-}
-
-func decode[T any](t *testing.T, data []byte) T {
-	var v T
-	if err := json.Unmarshal(data, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // alwaysApprove allows for the rest of the session where the approval
