@@ -98,8 +98,12 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 		return err
 	}
 	defer core.close()
-	sh, err := shim.New(shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
-		Bootstrap: boot, Logger: log})
+	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
+		Bootstrap: boot, Logger: log}
+	if cfg.Agent == "mock" {
+		shimCfg.ResumeOptions = mockResumeOptions
+	}
+	sh, err := shim.New(shimCfg)
 	if err != nil {
 		return err
 	}
@@ -134,6 +138,13 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 		err = nil
 	}
 	return errors.Join(err, closeErr, core.sessions.Shutdown(stopCtx))
+}
+
+// mockResumeOptions continue the mock from a checkpoint's script
+// position, in this process or another.
+func mockResumeOptions(turns int) json.RawMessage {
+	b, _ := json.Marshal(mock.Options{Turns: turns})
+	return b
 }
 
 // tempDataDir is a temporary data directory outside parent (the

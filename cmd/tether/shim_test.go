@@ -45,9 +45,31 @@ func TestShimMockLaunched(t *testing.T) {
 	if done[len(done)-1].Str("outcome") != "success" {
 		t.Errorf("completion %+v", done[len(done)-1].Event)
 	}
+	var cp struct {
+		Checkpoint struct {
+			SDK            string `json:"sdk"`
+			ScriptPosition int    `json:"scriptPosition"`
+		} `json:"checkpoint"`
+	}
+	var raw map[string]any
+	c.Must(200, "POST", "/checkpoint", map[string]any{"decisionId": ""}, &raw)
+	c.Must(200, "POST", "/checkpoint", map[string]any{"decisionId": ""}, &cp)
 	events.Close()
 	child.Stop(t)
 	if code := child.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("exit %d after SIGTERM\n%s", code, child.Stderr())
+	}
+	if cp.Checkpoint.SDK != "mock" || cp.Checkpoint.ScriptPosition != 1 {
+		t.Fatalf("checkpoint %+v", cp)
+	}
+
+	// Another shim process resumes the mock from its script position.
+	other := shimclient.Launch(t, nil, "", tetherPath(), "shim", "--mock", "--workspace", filepath.Join(dir, "ws"))
+	c2 := &shimclient.Client{T: t, Base: "http://localhost:" + strconv.Itoa(other.Port), AgentID: "a1"}
+	events2 := c2.Events("")
+	c2.Must(200, "POST", "/resume", raw, nil)
+	again := events2.Until("completion", 30*time.Second)
+	if s := again[len(again)-1].Str("summary"); !strings.Contains(s, "Mock reply to turn 2") {
+		t.Errorf("resumed in another process: %q", s)
 	}
 }

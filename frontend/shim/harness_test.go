@@ -2,6 +2,7 @@ package shim_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -53,6 +54,9 @@ func start(t *testing.T, d agent.Driver, configure func(*shim.Config)) *harness 
 		t.Fatal(err)
 	}
 	cfg := shim.Config{Sessions: m, Agent: d.Name(), WorkspaceID: "project"}
+	if d.Name() == "mock" { // as tether shim assembles it
+		cfg.ResumeOptions = func(turns int) json.RawMessage { b, _ := json.Marshal(mock.Options{Turns: turns}); return b }
+	}
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -2,11 +2,8 @@ package shim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
@@ -18,16 +15,12 @@ import (
 // The returned start func begins the run; the caller calls it after
 // flushing its reply, so the backend knows the agent before its events.
 func (s *Server) startRun(ctx context.Context, brief AgentBrief, native string, turns int) (*run, error) {
-	req := sessions.CreateRequest{Agent: s.cfg.Agent, WorkspaceID: s.cfg.WorkspaceID, Model: brief.ModelPreference, Resume: native}
-	if native != "" && turns > 0 && s.cfg.Agent == "mock" {
-		// The mock continues from its script position; the others
-		// from their own session store.
-		req.Options = json.RawMessage(fmt.Sprintf(`{"turns":%d}`, turns))
-	}
-	if strings.Contains(brief.ModelPreference, "/") || brief.ModelPreference == "" || s.cfg.Agent == "mock" {
-		// A backend's model names (a provider/model, say) are not the
-		// agent's: the agent's own default applies.
-		req.Model = ""
+	// The brief's modelPreference is the backend's way to choose a
+	// plugin, not a model name the agent knows: the agent's own
+	// configuration picks the model.
+	req := sessions.CreateRequest{Agent: s.cfg.Agent, WorkspaceID: s.cfg.WorkspaceID, Resume: native}
+	if native != "" && s.cfg.ResumeOptions != nil {
+		req.Options = s.cfg.ResumeOptions(turns)
 	}
 	info, err := s.cfg.Sessions.Create(ctx, req)
 	if err != nil {

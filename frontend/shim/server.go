@@ -29,6 +29,11 @@ type Config struct {
 	// endpoint when it has one.
 	Bootstrap  Bootstrap
 	HTTPClient *http.Client
+	// ResumeOptions, when set, are the driver's start options for a
+	// resume from a checkpoint whose conversation had `turns` turns (the
+	// mock continues from that script position; the other agents resume
+	// from their own session store and need none).
+	ResumeOptions func(turns int) json.RawMessage
 	// Retain is how many events are kept for replay (DefaultRetain).
 	Retain int
 	// StopTimeout bounds a graceful kill or pause (5 s when zero, as the
