@@ -22,7 +22,10 @@
 //     is interrupted or the session closes.
 //
 // Conversations are kept in memory by native id within a Driver, so a
-// later Start may resume one (its items, its workspace changes). Without a
+// later Start may resume one (its items, its workspace changes); with the
+// option {"turns": N} a resume of a conversation the Driver does not hold
+// (another process's) continues it from that script position, at turn
+// N+1. Without a
 // workspace the file change fails (and the reply says so). docs/mock.md
 // lists the events of a turn.
 package mock

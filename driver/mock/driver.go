@@ -83,10 +83,11 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if req.Fork {
 		return nil, &agent.UnsupportedError{Agent: "mock", Capability: "fork"}
 	}
-	if err := checkOptions(req.Options); err != nil {
+	opts, err := parseOptions(req.Options, req.Resume)
+	if err != nil {
 		return nil, err
 	}
-	conv, err := d.take(req)
+	conv, err := d.take(req, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -98,12 +99,18 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 }
 
 // take makes a conversation, or holds the one a resume names.
-func (d *Driver) take(req agent.StartRequest) (*conversation, error) {
+func (d *Driver) take(req agent.StartRequest, opts Options) (*conversation, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if req.Resume != "" {
 		c, ok := d.conversations[req.Resume]
 		switch {
+		case !ok && opts.Turns > 0: // another process's, from its script position
+			c = &conversation{nativeID: req.Resume, model: req.Model, turns: opts.Turns}
+			if c.model == "" {
+				c.model = DefaultModel
+			}
+			d.conversations[c.nativeID] = c
 		case !ok:
 			return nil, &ConversationError{NativeID: req.Resume, Err: ErrUnknownConversation}
 		case c.held:
@@ -131,19 +138,37 @@ func (d *Driver) release(c *conversation) {
 	c.held = false
 }
 
-// checkOptions refuses options: the mock takes none (an empty object or
-// null is fine).
-func checkOptions(raw json.RawMessage) error {
+// Options are the mock's start options (agent.StartRequest.Options).
+type Options struct {
+	// Turns, with a resume of a conversation this Driver does not hold
+	// (one of another process, say), continues it from that script
+	// position: the turns it had; its next turn is Turns+1. Its items
+	// and notes stay with the process that had them.
+	Turns int `json:"turns"`
+}
+
+// parseOptions reads the options: only turns, with a resume (an empty
+// object or null is no options).
+func parseOptions(raw json.RawMessage, resume string) (Options, error) {
+	var opts Options
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil
+		return opts, nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadOptions, err)
+		return opts, fmt.Errorf("%w: %v", ErrBadOptions, err)
 	}
 	for name := range fields {
-		return fmt.Errorf("%w: the mock takes no options (got %q)", ErrBadOptions, name)
+		if name != "turns" {
+			return opts, fmt.Errorf("%w: the mock takes only turns (got %q)", ErrBadOptions, name)
+		}
 	}
-	return nil
+	if err := json.Unmarshal(raw, &opts); err != nil || opts.Turns < 0 {
+		return opts, fmt.Errorf("%w: turns must be a count of turns", ErrBadOptions)
+	}
+	if opts.Turns > 0 && resume == "" {
+		return opts, fmt.Errorf("%w: turns continues a resumed conversation, and nothing is resumed", ErrBadOptions)
+	}
+	return opts, nil
 }

@@ -439,3 +439,23 @@ func TestCloseRacesPrompt(t *testing.T) {
 		}
 	}
 }
+
+// A resume with {"turns": N} of a conversation this Driver never held
+// (another process's) continues from that script position; turns without
+// a resume is refused.
+func TestResumeFromScriptPosition(t *testing.T) {
+	d := New(Config{})
+	st := start(t, d, agent.StartRequest{Workspace: t.TempDir(), Resume: "mock-7", Options: []byte(`{"turns":3}`)})
+	if got := st.untilKind(agent.KindSessionStarted).Session.NativeID; got != "mock-7" {
+		t.Errorf("native id %q", got)
+	}
+	st.prompt("next")
+	if end := st.untilKind(agent.KindTurnCompleted); end.TurnID != "turn-4" || !strings.HasPrefix(end.Turn.Text, "Mock reply to turn 4:") {
+		t.Errorf("continued turn %s: %q", end.TurnID, end.Turn.Text)
+	}
+	for _, opts := range []string{`{"turns":2}`, `{"turns":-1}`, `{"turns":"x"}`} {
+		if _, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: t.TempDir(), Options: []byte(opts)}); !errors.Is(err, ErrBadOptions) {
+			t.Errorf("%s without a resume = %v", opts, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -98,6 +99,8 @@ type CreateRequest struct {
 	Resume string
 	// Fork starts a new conversation from Resume's (where the agent can).
 	Fork bool
+	// Options are the driver's own start options (agent.StartRequest's).
+	Options json.RawMessage
 }
 
 // Manager runs canonical sessions. Its methods are safe for concurrent
@@ -218,7 +221,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if err != nil {
 		m.log.Warn("workspace snapshot failed: the session's diff is the agent's own", "session", id, "agent", req.Agent, "err", err)
 	}
-	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model})
+	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model, Options: req.Options})
 	m.cfg.Observer.AgentStarted(req.Agent, err)
 	if err != nil {
 		ws.Release()

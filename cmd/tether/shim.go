@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/tetherhq/tether/server"
+)
+
+const shimLong = `Shim serves the adapter-shim API for one agent: the HTTP endpoints
+(/health, /spawn, /kill, /pause, /resume, /resolve, /checkpoint,
+/inject-context, /update-brief) and WS /events a Project Tab backend drives
+its agents through, one shim process per agent (docs/shim.md).
+
+As the backend launches shims: the port is --port, else AGENT_PORT, else
+9100; 0 picks a free port, and the first line on stdout is {"port":N}.
+AGENT_BOOTSTRAP (JSON) is read at start: artifacts are uploaded to its
+artifactUploadEndpoint. The agent works in --workspace (default: the
+current directory) with the runner's own configuration and keys in its
+environment.`
+
+func newShimCmd() *cobra.Command {
+	var agentKind, host, workspace, dataDir, cli string
+	var port int
+	var useMock bool
+	cmd := &cobra.Command{
+		Use:   "shim",
+		Short: "Serve the adapter-shim API (HTTP + WS /events) for one agent",
+		Long:  shimLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if useMock {
+				if cmd.Flags().Changed("agent") && agentKind != "mock" {
+					return fmt.Errorf("--mock and --agent %s contradict each other", agentKind)
+				}
+				agentKind = "mock"
+			}
+			if !cmd.Flags().Changed("port") {
+				port = 9100
+				if v := os.Getenv("AGENT_PORT"); v != "" {
+					n, err := strconv.Atoi(v)
+					if err != nil || n < 0 || n > 65535 {
+						return fmt.Errorf("AGENT_PORT %q is not a port", v)
+					}
+					port = n
+				}
+			}
+			if workspace == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				workspace = wd
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			err := server.RunShim(ctx, server.ShimConfig{Agent: agentKind, Host: host, Port: port, Workspace: workspace,
+				DataDir: dataDir, CLI: cli, Bootstrap: os.Getenv("AGENT_BOOTSTRAP"), Announce: os.Stdout,
+				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			if err != nil {
+				if errors.Is(err, server.ErrInvalidConfig) {
+					return err
+				}
+				fmt.Fprintln(os.Stderr, "tether shim:", err)
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&agentKind, "agent", "claude", "the agent: claude, codex, opencode or mock")
+	f.BoolVar(&useMock, "mock", false, "the scripted mock agent (--agent mock)")
+	f.IntVar(&port, "port", 9100, "port to listen on (default AGENT_PORT, else 9100; 0 picks a free port)")
+	f.StringVar(&host, "host", "127.0.0.1", "host to listen on")
+	f.StringVar(&workspace, "workspace", "", "the agent's working directory (default: the current directory)")
+	f.StringVar(&dataDir, "data-dir", "", "where to keep the event log and approvals (default: a temporary directory)")
+	f.StringVar(&cli, "cli", "", "the agent's CLI (default: its name on PATH)")
+	return cmd
+}

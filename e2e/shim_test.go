@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/frontend/shim"
+	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
+	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
+	"github.com/tetherhq/tether/internal/testkit/shimclient"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
+)
+
+// The real `tether shim` binary, launched as the Project Tab backend
+// launches a shim (AGENT_PORT=0, AGENT_BOOTSTRAP, the port from its
+// first stdout line), driving the real CLI against a fake model API: a
+// spawn whose brief makes the model run a shell command, the agent's
+// permission request as a tool_approval decision, approved through
+// /resolve (the command really ran in the workspace), a checkpoint
+// naming the agent's own session,
+// a resume through the agent's native resume (the model is sent the
+// first run's conversation again), kill and respawn (with Claude Code's
+// Write and Codex's patch, the written file an artifact uploaded to the
+// backend first), and bad bodies. A
+// client written from the backend's contract validates every event.
+func TestRealCLIClaudeShim(t *testing.T)   { shimJourney(t, "claude") }
+func TestRealCLICodexShim(t *testing.T)    { shimJourney(t, "codex") }
+func TestRealCLIOpenCodeShim(t *testing.T) { shimJourney(t, "opencode") }
+
+// fakeBackend is the backend's artifact route.
+type fakeBackend struct {
+	*httptest.Server
+	mu     sync.Mutex
+	posted []map[string]string
+}
+
+func startFakeBackend(t *testing.T) *fakeBackend {
+	b := &fakeBackend{}
+	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]string
+		if r.URL.Path != "/api/artifacts" || json.NewDecoder(r.Body).Decode(&body) != nil || body["artifactId"] == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		b.mu.Lock()
+		b.posted = append(b.posted, body)
+		b.mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"backendUri": "artifact://" + body["agentId"] + "/" + body["artifactId"],
+			"artifactId": body["artifactId"], "stored": true})
+	}))
+	t.Cleanup(b.Close)
+	return b
+}
+
+func shimJourney(t *testing.T, kind string) {
+	timed(t)
+	clearAgentEnv(t)
+	var cli string
+	var env []string
+	var requests func() []fakehttp.Request
+	home := t.TempDir()
+	prompt := "USE_SHELL touch allowed.txt"
+	switch kind {
+	case "claude":
+		cli = testenv.RequireClaudeCLI(t)
+		fake, err := fakeanthropic.Start(fakeanthropic.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fake.Close() })
+		env, requests = testenv.ClaudeEnv(home, fake.URL()), fake.Requests
+		prompt = bashPrompt("touch allowed.txt")
+	default:
+		cli = map[string]func(testing.TB) string{"codex": testenv.RequireCodexCLI, "opencode": testenv.RequireOpenCodeCLI}[kind](t)
+		fake, err := fakeopenai.Start(fakeopenai.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fake.Close() })
+		requests = fake.Requests
+		if kind == "codex" {
+			env, err = testenv.CodexEnv(home, fake.URL())
+		} else {
+			env, err = testenv.OpenCodeEnv(home, fake.URL(), false)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	backend := startFakeBackend(t)
+	const agentID = "agent-e2e"
+	boot, _ := json.Marshal(shim.Bootstrap{BackendURL: backend.URL, AgentID: agentID, BackendToken: "tok",
+		TokenExpiresAt: "2030-01-01T00:00:00Z", ArtifactUploadEndpoint: backend.URL + "/api/artifacts"})
+	base, err := os.MkdirTemp("/var/tmp", "tether-e2e-shim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	workspace := filepath.Join(base, "workspaces", "project")
+	child := shimclient.Launch(t, env, string(boot), buildTether(t), "shim", "--agent", kind, "--cli", cli,
+		"--workspace", workspace, "--data-dir", filepath.Join(base, "data"))
+	c := &shimclient.Client{T: t, Base: "http://localhost:" + itoa(child.Port), AgentID: agentID}
+	events := c.Events("")
+	brief := map[string]any{"agentId": agentID, "role": "engineer", "description": prompt, "workstream": "core",
+		"readableWorkstreams": []string{}, "constraints": []string{}, "controlMode": "orchestrator",
+		"escalationProtocol": map[string]any{"alwaysEscalate": []string{}, "escalateWhen": []string{}, "neverEscalate": []string{}},
+		"projectBrief":       map[string]any{"title": "E2E", "description": "a shim journey", "goals": []string{}, "checkpoints": []string{}},
+		"knowledgeSnapshot": map[string]any{"version": 1, "generatedAt": "2025-01-01T00:00:00Z", "workstreams": []any{}, "pendingDecisions": []any{},
+			"recentCoherenceIssues": []any{}, "artifactIndex": []any{}, "activeAgents": []any{}, "estimatedTokens": 0},
+		"allowedTools": []string{}}
+	var handle shim.AgentHandle
+	c.Must(200, "POST", "/spawn", brief, &handle)
+	if handle.ID != agentID || handle.Status != "running" {
+		t.Fatalf("spawn reply %+v", handle)
+	}
+	c.Must(409, "POST", "/spawn", brief, nil)
+	const long = 2 * time.Minute
+	seen := events.Until("decision/tool_approval", long)
+	d := seen[len(seen)-1]
+	if !strings.Contains(string(mustJSON(d.Event["toolArgs"])), "touch allowed.txt") {
+		t.Fatalf("decision %+v", d.Event)
+	}
+	if _, err := os.Stat(filepath.Join(workspace, "allowed.txt")); err == nil {
+		t.Fatal("the command ran before it was approved")
+	}
+	var cp shim.SerializedAgentState
+	c.Must(200, "POST", "/checkpoint", map[string]any{"decisionId": d.Str("decisionId")}, &cp)
+	if cp.SerializedBy != "decision_checkpoint" || cp.Checkpoint.SessionID == "" || !slices.Contains(cp.PendingDecisionIDs, d.Str("decisionId")) {
+		t.Fatalf("checkpoint %+v", cp)
+	}
+	var resolved map[string]string
+	c.Must(200, "POST", "/resolve", map[string]any{"decisionId": d.Str("decisionId"),
+		"resolution": map[string]any{"type": "tool_approval", "action": "approve", "actionKind": "update"}}, &resolved)
+	if resolved["status"] != "resolved" {
+		t.Fatalf("resolve %v", resolved)
+	}
+	rest := events.Until("completion", long)
+	done := rest[len(rest)-1]
+	if done.Str("outcome") != "success" {
+		t.Fatalf("completion %+v", done.Event)
+	}
+	ran := slices.ContainsFunc(rest, func(e shimclient.Envelope) bool {
+		return e.Type() == "tool_call" && e.Str("phase") == "completed" && e.Event["approved"] == true &&
+			strings.Contains(string(mustJSON(e.Event["input"])), "touch allowed.txt")
+	})
+	if _, err := os.Stat(filepath.Join(workspace, "allowed.txt")); err != nil || !ran {
+		t.Fatalf("the approved command did not run (%v): %s", err, mustJSON(rest))
+	}
+
+	// Resume through the agent's own session, with a new assignment.
+	var paused shim.SerializedAgentState
+	c.Must(200, "POST", "/pause", handle, &paused)
+	if paused.SessionID != cp.Checkpoint.SessionID {
+		t.Errorf("pause names session %q, the checkpoint %q", paused.SessionID, cp.Checkpoint.SessionID)
+	}
+	if p := events.Until("lifecycle", long); p[len(p)-1].Str("action") != "paused" {
+		t.Fatalf("pause: %s", mustJSON(p))
+	}
+	next := brief
+	next["description"] = "SAY resumed fine"
+	cp.BriefSnapshot = mustJSON(next)
+	before := len(requests())
+	var resumed shim.AgentHandle
+	c.Must(200, "POST", "/resume", cp, &resumed)
+	again := events.Until("completion", long)
+	if again[0].Str("action") != "resumed" || again[0].SourceSequence != 1 || again[0].RunID == d.RunID ||
+		!strings.Contains(again[len(again)-1].Str("summary"), "resumed fine") {
+		t.Fatalf("resumed run: %v, completion %+v", types(again), again[len(again)-1].Event)
+	}
+	reqs := requests()
+	sawFirstTurn := false
+	for _, r := range reqs[before:] {
+		sawFirstTurn = sawFirstTurn || strings.Contains(string(r.Body), "allowed.txt")
+	}
+	if !sawFirstTurn {
+		t.Errorf("the resumed conversation did not carry the first run's (native resume)")
+	}
+	var kill shim.KillResponse
+	c.Must(200, "POST", "/kill", map[string]any{"grace": true}, &kill)
+	if k := events.Until("lifecycle", long); k[len(k)-1].Str("action") != "killed" || !kill.CleanShutdown {
+		t.Fatalf("kill %+v: %s", kill, mustJSON(k))
+	}
+	// Respawn after the kill: a new run, the agent's new session. Where
+	// the fake drives the agent's own file tool, the file it writes is an
+	// artifact, uploaded to the backend first.
+	write := map[string]string{"claude": "USE_WRITE notes.md", "codex": "USE_PATCH notes.md diffed"}[kind]
+	next["description"] = "SAY respawned"
+	if write != "" {
+		next["description"] = write
+	}
+	var respawned shim.AgentHandle
+	c.Must(200, "POST", "/spawn", next, &respawned)
+	var third []shimclient.Envelope
+	for done := false; !done; {
+		e := events.Next(long)
+		third = append(third, e)
+		switch e.Type() {
+		case "decision/tool_approval":
+			c.Must(200, "POST", "/resolve", map[string]any{"decisionId": e.Str("decisionId"),
+				"resolution": map[string]any{"type": "tool_approval", "action": "approve"}}, nil)
+		case "completion":
+			done = true
+		}
+	}
+	if third[0].Str("action") != "started" || third[0].SourceSequence != 1 || third[len(third)-1].Str("outcome") != "success" {
+		t.Fatalf("respawn: %s", mustJSON(third))
+	}
+	if write == "" && !strings.Contains(third[len(third)-1].Str("summary"), "respawned") {
+		t.Fatalf("respawn: %s", mustJSON(third))
+	}
+	if write != "" {
+		i := slices.IndexFunc(third, func(e shimclient.Envelope) bool { return e.Type() == "artifact" })
+		if i < 0 {
+			t.Fatalf("no artifact for the written file: %s", mustJSON(third))
+		}
+		a := third[i]
+		produced, _ := third[len(third)-1].Event["artifactsProduced"].([]any)
+		if a.Str("name") != "notes.md" || a.Str("kind") != "document" || a.Str("uri") != "artifact://"+agentID+"/"+a.Str("artifactId") ||
+			!slices.Contains(produced, any(a.Str("artifactId"))) {
+			t.Errorf("artifact %s, produced %v", mustJSON(a.Event), produced)
+		}
+		backend.mu.Lock()
+		if len(backend.posted) != 1 || backend.posted[0]["artifactId"] != a.Str("artifactId") {
+			t.Errorf("uploads %v", backend.posted)
+		}
+		backend.mu.Unlock()
+		if _, err := os.Stat(filepath.Join(workspace, "notes.md")); err != nil {
+			t.Errorf("the written file: %v", err)
+		}
+	}
+	// Bad bodies get a detail, and the shim stays healthy.
+	c.Must(422, "POST", "/spawn", `{"agentId":`, nil)
+	c.Must(422, "POST", "/resolve", map[string]any{"decisionId": "x", "resolution": map[string]any{"type": "maybe"}}, nil)
+	c.Must(413, "POST", "/inject-context", `{"content":"`+strings.Repeat("x", shim.MaxBody)+`"}`, nil)
+	c.Must(200, "GET", "/health", nil, nil)
+	child.Stop(t)
+	events.Close()
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func types(evs []shimclient.Envelope) []string {
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, e.Type())
+	}
+	return out
+}

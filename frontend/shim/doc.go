@@ -1,0 +1,15 @@
+// Package shim owns the adapter-shim API: the HTTP + WebSocket contract a
+// Project Tab style backend drives one agent through (POST /spawn, /kill,
+// /pause, /resume, /resolve, /checkpoint, /inject-context, /update-brief,
+// GET /health, WS /events of AdapterEvent envelopes). It is a front end
+// over runner/sessions: a run is one canonical session of the configured
+// agent kind, its canonical events are mapped onto the backend's
+// AgentEvent variants, and its decisions are the durable approvals. It
+// knows no agent's wire format: everything per agent (its own session id,
+// its approvals) comes from canonical events and session Info.
+//
+// Unlike the reference shims it pushes events as they are logged (no
+// polling), keeps every event of the process so that each connected
+// client gets the whole stream and a reconnecting client resumes from a
+// sequence, and resolves real approvals. docs/shim.md is the contract.
+package shim

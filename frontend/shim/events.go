@@ -1,0 +1,73 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// writeTimeout bounds one frame's write: a client that takes longer is
+// gone, and its connection is closed (it may reconnect and resume).
+const writeTimeout = 10 * time.Second
+
+// events serves WS /events: every AdapterEvent, one per text frame, as
+// it is produced. Every client reads at its own cursor: by default from
+// the oldest event no client has been sent yet; ?runId=R&after=N resumes
+// after event N of run R (then every later run); ?replay=all sends
+// everything kept. A resume from an event no longer kept is refused with
+// close code 4410, never skipped silently.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var after int64
+	if a := q.Get("after"); a != "" {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || n < 0 {
+			detail(w, http.StatusBadRequest, "after must be a sequence number")
+			return
+		}
+		after = n
+	}
+	from, startErr := s.hub.start(q.Get("runId"), after, q.Get("replay") == "all")
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer ws.CloseNow()
+	if startErr != nil {
+		_ = ws.Close(4410, truncate(startErr.Error()))
+		return
+	}
+	ctx := ws.CloseRead(r.Context()) // inbound messages are ignored; a close ends the stream
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { // the shim's own end ends its streams
+		select {
+		case <-s.ctx.Done():
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	err = s.hub.follow(ctx, from, func(frame []byte) error {
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		defer cancel()
+		return ws.Write(wctx, websocket.MessageText, frame)
+	})
+	switch {
+	case errors.Is(err, ErrGone):
+		_ = ws.Close(4410, truncate(err.Error()))
+	case s.ctx.Err() != nil:
+		_ = ws.Close(websocket.StatusGoingAway, "shim shutting down")
+	}
+}
+
+// truncate keeps a close reason within WebSocket's 123 bytes.
+func truncate(s string) string {
+	if len(s) > 120 {
+		return s[:120]
+	}
+	return s
+}

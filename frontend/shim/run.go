@@ -1,0 +1,317 @@
+package shim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+)
+
+// run is one spawn or resume: one canonical session of the agent, its
+// own runId and sequence (from 1), mapped onto AgentEvents.
+type run struct {
+	s         *Server
+	id        string
+	sessionID string
+	brief     AgentBrief
+	mapper    *mapper
+	// turnsBefore are the turns the conversation had before this run
+	// (the mock's script position); turns counts this run's.
+	turnsBefore int
+
+	mu       sync.Mutex
+	seq      int64
+	status   string
+	nativeID string
+	inTurn   bool
+	turnDone bool   // the last turn completed and nothing followed it
+	stopping string // why the run is being stopped: pause, kill or replace
+	ended    bool
+	resolved map[string]chan struct{} // closed when the decision's resolution is out
+	done     chan struct{}            // closed when the pump has ended
+	pending  []string                 // open decisions, in order
+	options  map[string][]string      // an open option decision's option ids
+	turns    int
+}
+
+func (r *run) getStatus() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
+}
+
+func (r *run) setStatus(st string) {
+	r.mu.Lock()
+	r.status = st
+	r.mu.Unlock()
+}
+
+// active says whether the run still works (spawn refuses a second one).
+func (r *run) active() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.ended && (r.status == StatusRunning || r.status == StatusWaiting)
+}
+
+// emit sends events as this run's envelopes, numbered in order.
+func (r *run) emit(at time.Time, events ...Event) {
+	for _, e := range events {
+		r.mu.Lock()
+		r.seq++
+		env := Envelope{SourceEventID: r.s.cfg.NewID(), SourceSequence: r.seq, SourceOccurredAt: utc(at), RunID: r.id, Event: e}
+		frame, err := json.Marshal(env)
+		if err != nil { // a value of ours that JSON cannot hold: say so, never drop it silently
+			frame, _ = json.Marshal(Envelope{SourceEventID: env.SourceEventID, SourceSequence: r.seq, SourceOccurredAt: env.SourceOccurredAt,
+				RunID: r.id, Event: r.mapper.ev("error", "severity", "warning", "message", clip("event not encodable: "+err.Error()),
+					"category", "internal", "recoverable", true)})
+		}
+		// Appended under the run's lock, so its sequence is the stream's order.
+		r.s.hub.append(frame, cursor{run: r.id, seq: r.seq})
+		r.mu.Unlock()
+	}
+}
+
+// pump follows the run's canonical session and emits its AgentEvents,
+// until the session ends.
+func (r *run) pump(ctx context.Context, prompt, action string) {
+	defer close(r.done)
+	r.emit(r.s.cfg.Now(), r.mapper.ev("lifecycle", "action", action))
+	if err := r.s.cfg.Sessions.Prompt(ctx, r.sessionID, prompt); err != nil {
+		r.emit(r.s.cfg.Now(), r.mapper.ev("error", "severity", "critical", "message", clip("the agent did not take the prompt: "+err.Error()),
+			"category", "internal", "recoverable", false))
+		r.setStatus(StatusError)
+	}
+	for e, err := range r.s.cfg.Sessions.Events(ctx, r.sessionID, 0) {
+		if err != nil {
+			if ctx.Err() == nil {
+				r.s.log.Warn("run events failed", "run", r.id, "err", err)
+			}
+			break
+		}
+		if !r.handle(ctx, e) {
+			break
+		}
+	}
+	r.mu.Lock()
+	r.ended, r.inTurn = true, false
+	r.mu.Unlock()
+}
+
+// handle emits one canonical event's AgentEvents and keeps the run's
+// state; false when the session has ended.
+func (r *run) handle(ctx context.Context, e agent.Event) bool {
+	switch e.Kind {
+	case agent.KindSessionStarted:
+		if e.Session != nil && e.Session.NativeID != "" {
+			r.mu.Lock()
+			r.nativeID = e.Session.NativeID
+			r.mu.Unlock()
+		}
+		return true
+	case agent.KindSessionEnded:
+		r.mu.Lock()
+		stopping := r.stopping
+		r.mu.Unlock()
+		if stopping == "" { // nobody asked: the agent is gone
+			reason := "the agent's session ended"
+			if e.Session != nil && e.Session.Reason != "" {
+				reason += ": " + e.Session.Reason
+			}
+			if e.Error != nil {
+				reason += ": " + e.Error.Message
+			}
+			r.emit(e.Time, r.mapper.ev("error", "severity", "critical", "message", clip(reason), "category", "internal", "recoverable", false),
+				r.mapper.ev("lifecycle", "action", "crashed", "reason", clip(reason)))
+			r.setStatus(StatusError)
+		}
+		return false
+	case agent.KindTurnStarted:
+		r.mu.Lock()
+		r.inTurn, r.turnDone = true, false
+		r.turns++
+		if r.stopping == "" {
+			r.status = StatusRunning
+		}
+		r.mu.Unlock()
+	case agent.KindApprovalRequested:
+		r.mu.Lock()
+		r.pending = append(r.pending, e.Approval.ID)
+		if q := e.Approval.Question; q != nil {
+			for _, o := range q.Options {
+				r.options[e.Approval.ID] = append(r.options[e.Approval.ID], o.ID)
+			}
+		}
+		r.status = StatusWaiting
+		r.mu.Unlock()
+	case agent.KindTurnCompleted:
+		if e.Turn.Status == agent.TurnCompleted && r.s.followUp(ctx, r) {
+			r.emit(e.Time, r.mapper.status("Turn completed; delivering the queued context and brief updates"))
+			return true
+		}
+	}
+	m := r.mapper.Map(e)
+	for i, ev := range m.events {
+		if a, ok := m.artifacts[i]; ok && r.s.cfg.Bootstrap.ArtifactUploadEndpoint != "" {
+			if uri, err := upload(ctx, r.s.cfg.HTTPClient, r.s.cfg.Bootstrap, r.brief.AgentID, ev["artifactId"].(string), a.mimeType); err == nil {
+				ev["uri"] = uri
+			} else {
+				r.s.log.Warn("artifact not uploaded; its path is kept", "artifact", ev["artifactId"], "err", err)
+			}
+		}
+	}
+	r.emit(e.Time, m.events...)
+	r.after(e)
+	return true
+}
+
+// after updates the run's state once e's events are out.
+func (r *run) after(e agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Kind {
+	case agent.KindApprovalResolved:
+		id := e.Resolution.ApprovalID
+		r.pending = slices.DeleteFunc(r.pending, func(p string) bool { return p == id })
+		delete(r.options, id)
+		if ch, ok := r.resolved[id]; ok {
+			close(ch)
+		} else {
+			r.resolved[id] = closedChan()
+		}
+		if r.status == StatusWaiting && len(r.pending) == 0 {
+			r.status = StatusRunning
+		}
+	case agent.KindTurnCompleted:
+		r.inTurn, r.turnDone = false, true
+		if r.stopping == "" {
+			r.status = map[agent.TurnStatus]string{agent.TurnCompleted: StatusDone, agent.TurnFailed: StatusError}[e.Turn.Status]
+			if r.status == "" {
+				r.status = StatusIdle
+			}
+		}
+	}
+}
+
+func closedChan() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// refuses says whether decision id is an open option decision without
+// option, so a wrong answer is refused before it is recorded.
+func (r *run) refuses(id, option string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	opts, ok := r.options[id]
+	return ok && !slices.Contains(opts, option)
+}
+
+// waitResolved waits (up to max) until decision id's resolution is in
+// the stream, so a /resolve reply comes after its follow-on events.
+func (r *run) waitResolved(ctx context.Context, id string, max time.Duration) {
+	r.mu.Lock()
+	ch, ok := r.resolved[id]
+	if !ok {
+		ch = make(chan struct{})
+		r.resolved[id] = ch
+	}
+	r.mu.Unlock()
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// stop ends the run's session (why: pause or kill; "" replaces it
+// quietly) and waits for its last events. clean is false when the agent
+// did not end within the timeout.
+func (r *run) stop(ctx context.Context, why string, graceful bool) error {
+	r.mu.Lock()
+	if r.stopping == "" {
+		r.stopping = why
+		if why == "" {
+			r.stopping = "replace"
+		}
+	}
+	r.mu.Unlock()
+	m := r.s.cfg.Sessions
+	if !graceful {
+		_ = m.Interrupt(ctx, r.sessionID)
+	}
+	err := m.Close(ctx, r.sessionID)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	}
+	return err
+}
+
+// state serializes the run for /pause and /checkpoint.
+func (r *run) state(by string, at time.Time) SerializedAgentState {
+	r.mu.Lock()
+	native, seq, turns := r.nativeID, r.seq, r.turnsBefore+r.turns
+	pending := append([]string{}, r.pending...)
+	status := r.status
+	r.mu.Unlock()
+	st := SerializedAgentState{AgentID: r.brief.AgentID, PluginName: r.s.PluginName(), SessionID: native,
+		Checkpoint: r.s.checkpointOf(native, turns), BriefSnapshot: r.brief.Raw, PendingDecisionIDs: pending,
+		LastSequence: seq, SerializedAt: utc(at), SerializedBy: by,
+		ConversationSummary: fmt.Sprintf("%s session %s: %d turn(s), %d event(s) in run %s, %s", r.s.cfg.Agent, native, turns, seq, r.id, status)}
+	if b, err := json.Marshal(st); err == nil {
+		st.EstimatedSizeBytes = len(b)
+	}
+	return st
+}
+
+// checkpointOf names what a resume continues. The backend's union has
+// tags for claude (sessionId) and mock (scriptPosition); for the others
+// the agent's own session id travels as openai's runStateJson, with
+// sessionId beside it (see docs/shim.md).
+func (s *Server) checkpointOf(native string, turns int) SdkCheckpoint {
+	snapshot := map[string]any{"agent": s.cfg.Agent, "turns": turns}
+	switch s.cfg.Agent {
+	case "claude":
+		return SdkCheckpoint{SDK: "claude", SessionID: native, StateSnapshot: snapshot}
+	case "mock":
+		return SdkCheckpoint{SDK: "mock", SessionID: native, ScriptPosition: &turns, StateSnapshot: snapshot}
+	}
+	runState, _ := json.Marshal(map[string]any{"agent": s.cfg.Agent, "sessionId": native, "turns": turns})
+	return SdkCheckpoint{SDK: "openai", SessionID: native, RunStateJSON: string(runState), StateSnapshot: snapshot}
+}
+
+// resumePoint is the agent's own session id and script position a
+// state names.
+func resumePoint(st SerializedAgentState) (native string, turns int) {
+	native, turns = st.Checkpoint.SessionID, 0
+	if st.Checkpoint.ScriptPosition != nil {
+		turns = *st.Checkpoint.ScriptPosition
+	}
+	if st.Checkpoint.RunStateJSON != "" {
+		var rs struct {
+			SessionID string `json:"sessionId"`
+			Turns     int    `json:"turns"`
+		}
+		if json.Unmarshal([]byte(st.Checkpoint.RunStateJSON), &rs) == nil {
+			if native == "" {
+				native = rs.SessionID
+			}
+			if turns == 0 {
+				turns = rs.Turns
+			}
+		}
+	}
+	if native == "" {
+		native = st.SessionID
+	}
+	return native, turns
+}

@@ -1,0 +1,253 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/claudecli"
+	"github.com/tetherhq/tether/driver/mock"
+	"github.com/tetherhq/tether/frontend/shim"
+	"github.com/tetherhq/tether/runner/approvals"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+// ShimConfig configures `tether shim`: the adapter-shim API for one
+// agent, as a backend launches it (one process per agent).
+type ShimConfig struct {
+	// Agent is the agent kind: claude, codex, opencode or mock.
+	Agent string
+	// Host and Port are where to listen; port 0 picks a free one.
+	Host string
+	Port int
+	// Workspace is the directory the agent works in (created if
+	// missing). Its parent holds the runner's private .tether directory.
+	Workspace string
+	// DataDir keeps the event log and approvals; empty uses a temporary
+	// directory removed at exit.
+	DataDir string
+	// CLI is the agent's CLI; empty looks its name up on PATH.
+	CLI string
+	// Bootstrap is AGENT_BOOTSTRAP's JSON (empty for none).
+	Bootstrap string
+	// Announce gets the line {"port":N} once the shim listens.
+	Announce io.Writer
+	Logger   *slog.Logger
+}
+
+// RunShim serves the adapter-shim API until ctx ends, then stops the
+// agent and returns.
+func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var boot shim.Bootstrap
+	if cfg.Bootstrap != "" {
+		if err := json.Unmarshal([]byte(cfg.Bootstrap), &boot); err != nil {
+			return &ConfigError{Field: "Bootstrap", Reason: "AGENT_BOOTSTRAP is not JSON: " + err.Error()}
+		}
+	}
+	if cfg.Workspace == "" {
+		return &ConfigError{Field: "Workspace", Reason: "is required"}
+	}
+	wsDir, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if err := os.MkdirAll(wsDir, 0o755); err != nil {
+		return fmt.Errorf("server: workspace: %w", err)
+	}
+	if wsDir, err = filepath.EvalSymlinks(wsDir); err != nil {
+		return fmt.Errorf("server: workspace: %w", err)
+	}
+	dataDir := cfg.DataDir
+	if dataDir == "" {
+		if dataDir, err = tempDataDir(filepath.Dir(wsDir)); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dataDir)
+	}
+	if dataDir, err = filepath.Abs(dataDir); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if dataDir, err = filepath.EvalSymlinks(dataDir); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if parent := filepath.Dir(wsDir); within(dataDir, parent) || within(parent, dataDir) {
+		return &ConfigError{Field: "DataDir", Reason: fmt.Sprintf("%s must be outside the workspace's parent directory %s, and not contain it (it holds the agent's private home)", dataDir, parent)}
+	}
+	core, err := openShimCore(cfg, wsDir, dataDir, log)
+	if err != nil {
+		return err
+	}
+	defer core.close()
+	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
+		Bootstrap: boot, Logger: log}
+	if cfg.Agent == "mock" {
+		shimCfg.ResumeOptions = mockResumeOptions
+	}
+	sh, err := shim.New(shimCfg)
+	if err != nil {
+		return err
+	}
+	host := cfg.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	srv := &http.Server{Handler: sh.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	port := ln.Addr().(*net.TCPAddr).Port
+	if cfg.Announce != nil {
+		fmt.Fprintf(cfg.Announce, "{\"port\":%d}\n", port)
+	}
+	log.Info("shim listening", "addr", ln.Addr().String(), "agent", cfg.Agent, "workspace", wsDir)
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	closeErr := sh.Close(stopCtx)
+	_ = srv.Shutdown(stopCtx)
+	if err == nil {
+		err = <-served
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(err, closeErr, core.sessions.Shutdown(stopCtx))
+}
+
+// mockResumeOptions continue the mock from a checkpoint's script
+// position, in this process or another.
+func mockResumeOptions(turns int) json.RawMessage {
+	b, _ := json.Marshal(mock.Options{Turns: turns})
+	return b
+}
+
+// tempDataDir is a temporary data directory outside parent (the
+// workspace's parent, which must not hold the agent's private home): in
+// the system's temporary directory, else the user's cache directory.
+func tempDataDir(parent string) (string, error) {
+	var bases []string
+	if tmp, err := filepath.EvalSymlinks(os.TempDir()); err == nil {
+		bases = append(bases, tmp)
+	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		bases = append(bases, filepath.Join(cache, "tether"))
+	}
+	for _, base := range bases {
+		if within(base, parent) || within(parent, base) {
+			continue
+		}
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			continue
+		}
+		dir, err := os.MkdirTemp(base, "tether-shim-")
+		if err == nil {
+			return dir, nil
+		}
+	}
+	return "", &ConfigError{Field: "DataDir", Reason: "no temporary directory outside the workspace's parent " + parent + ": give --data-dir"}
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// shimCore is the runner core of one shim: one agent's driver, the
+// workspace, the event log and the approvals.
+type shimCore struct {
+	sessions  *sessions.Manager
+	log       *eventlog.Log
+	approvals *approvals.Store
+	proxies   *keyProxies
+}
+
+func (c *shimCore) close() {
+	if c.approvals != nil {
+		c.approvals.Close()
+	}
+	if c.log != nil {
+		c.log.Close()
+	}
+	c.proxies.Close()
+}
+
+func openShimCore(cfg ShimConfig, wsDir, dataDir string, log *slog.Logger) (_ *shimCore, err error) {
+	c := &shimCore{proxies: newKeyProxies(false, log)}
+	defer func() {
+		if err != nil {
+			c.close()
+		}
+	}()
+	d, err := shimDriver(cfg, log, c.proxies)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := workspace.New(filepath.Dir(wsDir), workspace.Options{HomesRoot: filepath.Join(dataDir, "homes")})
+	if err != nil {
+		return nil, err
+	}
+	if c.log, err = eventlog.Open(filepath.Join(dataDir, "events.db"), eventlog.Options{Logger: log}); err != nil {
+		return nil, err
+	}
+	if c.approvals, err = approvals.Open(filepath.Join(dataDir, "approvals.db"), nil); err != nil {
+		return nil, err
+	}
+	if c.sessions, err = sessions.New(sessions.Config{Drivers: map[string]agent.Driver{cfg.Agent: d},
+		Workspaces: ws, Log: c.log, Approvals: c.approvals, Logger: log}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// shimDriver is the agent's driver under the runner's policy (its slice
+// of the environment, its provider configuration), unsandboxed.
+func shimDriver(cfg ShimConfig, log *slog.Logger, proxies *keyProxies) (agent.Driver, error) {
+	switch cfg.Agent {
+	case "mock":
+		return mock.New(mock.Config{}), nil
+	case "claude":
+		p, err := claudeProvider(agentEnv("claude", os.Environ(), nil), proxies)
+		if err != nil {
+			return nil, err
+		}
+		d, err := claudecli.New(driverConfig(Config{CLIPath: cfg.CLI}, p.env, log))
+		if err != nil {
+			return nil, err
+		}
+		return d.Canonical(nil), nil
+	case "codex", "opencode":
+		path := cfg.CLI
+		if path == "" {
+			path = cfg.Agent
+		}
+		return optionalDriver(cfg.Agent, path, Config{CLIs: map[string]string{cfg.Agent: path}}, proxies, log)
+	}
+	return nil, &ConfigError{Field: "Agent", Reason: fmt.Sprintf("no agent %q (claude, codex, opencode or mock)", cfg.Agent)}
+}
