@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -53,6 +54,40 @@ func TestResolvedRefuses(t *testing.T) {
 	} {
 		var ce *ConfigError
 		if _, err := c.resolved(); !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// --sandbox-ro paths are made absolute, must exist, and may not show
+// agents the runner's token file or TLS files; each reaches every agent's
+// sandbox policy.
+func TestSandboxReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, d := range []string{"toolchain", "etc-tether"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := Config{DataDir: "d", Sandbox: true, SandboxReadOnly: []string{"toolchain"}}.resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "toolchain"); len(cfg.SandboxReadOnly) != 1 || cfg.SandboxReadOnly[0] != want {
+		t.Fatalf("SandboxReadOnly %q", cfg.SandboxReadOnly)
+	}
+	if got := driverConfig(cfg, nil, nil).Sandbox.ReadOnly; len(got) != 1 || got[0] != filepath.Join(dir, "toolchain") {
+		t.Fatalf("Claude Code's policy reads %q", got)
+	}
+	for name, c := range map[string]Config{
+		"missing":    {DataDir: "d", SandboxReadOnly: []string{"nope"}},
+		"token file": {DataDir: "d", SandboxReadOnly: []string{"etc-tether"}, Auth: auth.LoadOptions{File: "etc-tether/tokens"}},
+		"tls key":    {DataDir: "d", SandboxReadOnly: []string{dir}, TLSCert: "c.pem", TLSKey: "etc-tether/k.pem"},
+	} {
+		var ce *ConfigError
+		_, err := c.resolved()
+		if !errors.As(err, &ce) || ce.Field != "SandboxReadOnly" {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

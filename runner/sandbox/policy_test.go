@@ -178,3 +178,34 @@ func TestUIDInside(t *testing.T) {
 		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
 	}
 }
+
+// The probe at start mounts the policy's own paths: one that cannot be
+// mounted fails it, and the error names it.
+func TestAvailableChecksPolicyPaths(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	p := f.policy()
+	p.ReadOnly = []string{f.base + "/toolchain"}
+	err := p.Available()
+	var pe *sandbox.PolicyError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), f.base+"/toolchain") {
+		t.Fatalf("Available with a missing read-only path: %v", err)
+	}
+	if err := os.Mkdir(f.base+"/toolchain", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Available(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Inside, the agent is a user of the sandbox's own passwd, whose home is
+// its home; the host's users are not there.
+func TestOwnPasswd(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	r := sh(t, f.policy(), "id -un; getent passwd agent | cut -d: -f6; cut -d: -f1 /etc/passwd | tr '\\n' ' '; cut -d: -f1 /etc/group | tr '\\n' ' '")
+	if want := "agent\n" + f.home + "\nroot agent nobody root agent nogroup "; r.stdout != want {
+		t.Fatalf("stdout %q, want %q; stderr %s", r.stdout, want, r.stderr)
+	}
+}
