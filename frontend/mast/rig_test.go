@@ -30,44 +30,60 @@ type core struct {
 	store *approvals.Store
 }
 
-// gate paces the mock agent: each event waits for one tick.
+// gate paces the mock agent: while closed, each event waits to be let
+// through; open, they all pass.
 type gate struct {
-	ticks chan time.Time
-	done  chan struct{}
-	once  sync.Once
+	mu      sync.Mutex
+	open    bool
+	waiters []chan time.Time
 }
 
-func newGate() *gate { return &gate{ticks: make(chan time.Time), done: make(chan struct{})} }
+func (g *gate) after(time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open {
+		ch <- time.Now()
+	} else {
+		g.waiters = append(g.waiters, ch)
+	}
+	return ch
+}
 
-func (g *gate) after(time.Duration) <-chan time.Time { return g.ticks }
-
-// step lets n events through.
-func (g *gate) step(t *testing.T, n int) {
-	for range n {
-		select {
-		case g.ticks <- time.Now():
-		case <-time.After(10 * time.Second):
-			t.Fatal("the agent did not take a step")
+func (g *gate) set(open bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open = open
+	if open {
+		for _, w := range g.waiters {
+			w <- time.Now()
 		}
+		g.waiters = nil
 	}
 }
 
-// open lets every event through from now on.
-func (g *gate) open() {
-	g.once.Do(func() {
-		go func() {
-			for {
-				select {
-				case g.ticks <- time.Now():
-				case <-g.done:
-					return
-				}
+// step lets n events through, one at a time.
+func (g *gate) step(t *testing.T, n int) {
+	t.Helper()
+	ctx := ctxFor(t)
+	for range n {
+		for {
+			g.mu.Lock()
+			if len(g.waiters) > 0 {
+				g.waiters[0] <- time.Now()
+				g.waiters = g.waiters[1:]
+				g.mu.Unlock()
+				break
 			}
-		}()
-	})
+			g.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				t.Fatal("the agent did not take a step")
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
 }
-
-func (g *gate) stop() { close(g.done) }
 
 func openCore(t *testing.T, dir string, g *gate) *core {
 	t.Helper()
@@ -154,10 +170,11 @@ func (r *running) stop(t *testing.T) error {
 }
 
 // quickBackoff is a clock whose waits of a second and more (the
-// backoff's) pass a hundred times faster; it records them.
+// backoff's, up to a minute) pass a hundred times faster; it records
+// them.
 func quickBackoff(record func(time.Duration)) func(time.Duration) <-chan time.Time {
 	return func(d time.Duration) <-chan time.Time {
-		if d >= time.Second {
+		if d >= time.Second && d < time.Minute {
 			if record != nil {
 				record(d)
 			}
@@ -216,7 +233,6 @@ func mustFail(t *testing.T, r fakeorchestrator.Result, want string) {
 		t.Fatalf("error %q does not say %q", r.Error, want)
 	}
 }
-
 
 // eventsOf are the mast events of one session the orchestrator got.
 func eventsOf(v fakeorchestrator.View, sessionID string) []map[string]any {
