@@ -72,7 +72,9 @@ func TestOrchestratorRestartMidTurn(t *testing.T) {
 	o.Read(func(v fakeorchestrator.View) { started = len(eventsOf(v, s.ID)) })
 	g.step(t, 6)
 	if err := o.Wait(ctxFor(t), func(v fakeorchestrator.View) bool { return len(eventsOf(v, s.ID)) >= started+6 }); err != nil {
-		o.Read(func(v fakeorchestrator.View) { t.Logf("%d then %d events: %v", started, len(eventsOf(v, s.ID)), eventsOf(v, s.ID)) })
+		o.Read(func(v fakeorchestrator.View) {
+			t.Logf("%d then %d events: %v", started, len(eventsOf(v, s.ID)), eventsOf(v, s.ID))
+		})
 		t.Fatal(err)
 	}
 	o.Stop()
