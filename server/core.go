@@ -60,9 +60,15 @@ func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Unlike a runner, a daemon runs without Claude Code when its CLI is
+	// not installed (and was not named): its other agents still serve.
 	drv, err := claudecli.New(driverConfig(cfg, claudeEnv.env, log))
+	claudeMissing := ""
 	if err != nil {
-		return nil, err
+		if cfg.CLIPath != "" {
+			return nil, err
+		}
+		claudeMissing, drv = err.Error(), &claudecli.Driver{}
 	}
 	if c.store, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
 		return nil, err
@@ -70,6 +76,10 @@ func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 	drivers, unavailable, err := canonicalDrivers(cfg, drv, c.proxies, log)
 	if err != nil {
 		return nil, err
+	}
+	if claudeMissing != "" {
+		delete(drivers, "claude")
+		unavailable["claude"] = claudeMissing
 	}
 	if c.Sessions, err = sessions.New(sessions.Config{Drivers: drivers, Unavailable: unavailable,
 		Workspaces: ws, Log: c.log, Approvals: c.store, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
