@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
 )
 
 // checkOnce holds the orchestrator's events of a session to: every
@@ -202,4 +204,46 @@ func TestDaemonRestartPendingApproval(t *testing.T) {
 			}
 		})
 	}
+}
+
+// When the log's retention has dropped the feed's beginning, the daemon
+// still connects once and streams what is left, instead of failing on
+// the missing start and reconnecting forever.
+func TestFeedRetention(t *testing.T) {
+	c := openCore(t, t.TempDir(), nil, eventlog.Options{MaxEventsPerSession: 30})
+	ctx := ctxFor(t)
+	info, err := c.m.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		before, _ := c.m.Get(info.ID)
+		if err := c.m.Prompt(ctx, info.ID, "again"); err != nil {
+			t.Fatal(err)
+		}
+		for ctx.Err() == nil {
+			now, _ := c.m.Get(info.ID)
+			if now.State == sessions.StateIdle && now.LastSeq > before.LastSeq {
+				break
+			}
+			<-timeAfter(2)
+		}
+	}
+	if first, err := c.m.FeedStart(); err != nil || first <= 1 {
+		t.Fatalf("the feed kept its beginning (first %d, %v): the test proves nothing", first, err)
+	}
+	last, _ := c.m.Get(info.ID)
+	o := startOrchestrator(t, fakeorchestrator.Options{Store: true})
+	startDaemon(t, c, o, nil)
+	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool {
+		return len(v.SyncResponses()) == 1 && allArrived(v, info.ID, last.LastSeq)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-timeAfter(100)
+	o.Read(func(v fakeorchestrator.View) {
+		if v.Connects() != 1 {
+			t.Errorf("%d connections, want 1", v.Connects())
+		}
+	})
 }

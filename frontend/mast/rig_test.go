@@ -85,13 +85,17 @@ func (g *gate) step(t *testing.T, n int) {
 	}
 }
 
-func openCore(t *testing.T, dir string, g *gate) *core {
+func openCore(t *testing.T, dir string, g *gate, logOpts ...eventlog.Options) *core {
 	t.Helper()
+	var lo eventlog.Options
+	if len(logOpts) > 0 {
+		lo = logOpts[0]
+	}
 	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
+	log, err := eventlog.Open(filepath.Join(dir, "events.db"), lo)
 	if err != nil {
 		t.Fatal(err)
 	}

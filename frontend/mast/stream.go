@@ -65,10 +65,14 @@ func (s *Service) sync(ctx context.Context, req Command) (resp SyncResponse, sin
 		return SyncResponse{}, 0, err
 	}
 	st := newFeedState()
-	if end > 0 {
+	oldest, err := s.oldest()
+	if err != nil {
+		return SyncResponse{}, 0, err
+	}
+	if end > oldest {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		for fe, err := range s.Sessions.Feed(ctx, 0) {
+		for fe, err := range s.Sessions.Feed(ctx, oldest) {
 			if err != nil {
 				return SyncResponse{}, 0, err
 			}
@@ -96,13 +100,28 @@ func (s *Service) sync(ctx context.Context, req Command) (resp SyncResponse, sin
 	return resp, since, nil
 }
 
+// oldest is the feed position a fold starts after: 0, unless the log's
+// retention has dropped the feed's beginning (then the projection of a
+// session older than what is left starts where the feed does).
+func (s *Service) oldest() (uint64, error) {
+	first, err := s.Sessions.FeedStart()
+	if err != nil || first <= 1 {
+		return 0, err
+	}
+	return first - 1, nil
+}
+
 // stream sends as event frames every mast event of the feed after
 // position from whose stamp is after since, folding everything before
 // silently, then live, until ctx ends or send fails. sent is told each
 // position once all its frames are written.
 func (s *Service) stream(ctx context.Context, from uint64, since int64, send func(EventFrame) error, sent func(uint64)) error {
 	st := newFeedState()
-	for fe, err := range s.Sessions.Feed(ctx, 0) {
+	oldest, err := s.oldest()
+	if err != nil {
+		return err
+	}
+	for fe, err := range s.Sessions.Feed(ctx, oldest) {
 		if err != nil {
 			return err
 		}

@@ -12,3 +12,14 @@ func (m *Manager) FeedEnd() (uint64, error) {
 	}
 	return pos, nil
 }
+
+// FeedStart is the position of the feed's oldest event still retained
+// (the log's retention drops the oldest): a reader that wants everything
+// there is reads after FeedStart()-1.
+func (m *Manager) FeedStart() (uint64, error) {
+	pos, err := m.cfg.Log.First(FeedName)
+	if err != nil {
+		return 0, fmt.Errorf("sessions: feed start: %w", err)
+	}
+	return pos, nil
+}
