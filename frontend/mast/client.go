@@ -309,11 +309,16 @@ func (d *Daemon) status() Status {
 	return s
 }
 
+// maxCommands is how many commands of one connection run at once; the
+// next waits (and the connection's reading with it) for one to finish.
+const maxCommands = 64
+
 // link is one open connection.
 type link struct {
-	d    *Daemon
-	conn *websocket.Conn
-	wg   sync.WaitGroup
+	d        *Daemon
+	conn     *websocket.Conn
+	wg       sync.WaitGroup
+	commands chan struct{}
 }
 
 func (l *link) write(ctx context.Context, v any) error {
@@ -340,7 +345,7 @@ func (d *Daemon) connect(ctx context.Context, key string) (opened bool, err erro
 	}
 	d.log.Info("connected to the orchestrator")
 	ctx, cancel := context.WithCancel(ctx)
-	l := &link{d: d, conn: conn}
+	l := &link{d: d, conn: conn, commands: make(chan struct{}, maxCommands)}
 	defer func() { cancel(); l.wg.Wait(); d.saveCursor() }()
 	if err := l.write(ctx, d.status()); err != nil {
 		return true, err
@@ -384,7 +389,15 @@ func (l *link) dispatch(ctx context.Context, data []byte, syncs chan<- Command) 
 	case c.RequestID == "":
 		l.d.log.Warn("frame without a requestId ignored", "type", c.Type)
 	default:
-		l.go_(func() { l.answer(ctx, l.d.cfg.Service.Handle(ctx, c)) })
+		select {
+		case l.commands <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		l.go_(func() {
+			defer func() { <-l.commands }()
+			l.answer(ctx, l.d.cfg.Service.Handle(ctx, c))
+		})
 	}
 }
 

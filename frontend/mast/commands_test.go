@@ -2,6 +2,7 @@ package mast
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -229,6 +230,46 @@ func TestCommandErrors(t *testing.T) {
 		}
 		if v.Connects() != 1 {
 			t.Errorf("%d connections: a bad frame dropped one", v.Connects())
+		}
+	})
+}
+
+// Many commands at once (more than run concurrently): each gets exactly
+// one result, its own.
+func TestManyCommandsAtOnce(t *testing.T) {
+	c := openCore(t, t.TempDir(), nil)
+	o := startOrchestrator(t, fakeorchestrator.Options{})
+	startDaemon(t, c, o, nil)
+	if err := o.Wait(ctxFor(t), connected); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3 * maxCommands
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			cmd := map[string]any{"type": "list_sessions"}
+			if i%2 == 1 {
+				cmd = map[string]any{"type": "get_messages", "sessionId": "ses_none"}
+			}
+			r, err := o.Command(ctxFor(t), cmd)
+			switch {
+			case err != nil:
+				errs <- err
+			case (i%2 == 0) != (r.Status == "ok"):
+				errs <- fmt.Errorf("command %d: %+v", i, r)
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	o.Read(func(v fakeorchestrator.View) {
+		if len(v.Unanswered()) != 0 {
+			t.Errorf("results nobody asked for: %v", v.Unanswered())
 		}
 	})
 }
