@@ -1,6 +1,7 @@
 package mast
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -251,6 +252,24 @@ func TestBackoffFormula(t *testing.T) {
 	} {
 		if got := Backoff(tc.attempt, tc.jitter); got != tc.want {
 			t.Errorf("Backoff(%d, %v) = %v, want %v", tc.attempt, tc.jitter, got, tc.want)
+		}
+	}
+}
+
+// The daemon answers WebSocket pings while it waits for frames.
+func TestAnswersPings(t *testing.T) {
+	c := openCore(t, t.TempDir(), nil)
+	o := startOrchestrator(t, fakeorchestrator.Options{})
+	startDaemon(t, c, o, nil)
+	if err := o.Wait(ctxFor(t), connected); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		ctx, cancel := context.WithTimeout(ctxFor(t), 5*time.Second)
+		err := o.Ping(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("ping: %v", err)
 		}
 	}
 }

@@ -577,3 +577,14 @@ func send(ctx context.Context, conn *websocket.Conn, v any) error {
 	defer cancel()
 	return conn.Write(ctx, websocket.MessageText, data)
 }
+
+// Ping pings the daemon and waits for its pong.
+func (s *Server) Ping(ctx context.Context) error {
+	s.mu.Lock()
+	conn := s.daemon
+	s.mu.Unlock()
+	if conn == nil {
+		return errors.New("Daemon not connected")
+	}
+	return conn.Ping(ctx)
+}
