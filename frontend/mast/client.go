@@ -206,11 +206,27 @@ func (d *Daemon) dial(ctx context.Context, token string) (*websocket.Conn, error
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 			return nil, ErrUnauthorized
 		}
-		return nil, fmt.Errorf("mast: dial the orchestrator: %w", err)
+		return nil, &redacted{err: fmt.Errorf("mast: dial the orchestrator: %w", err), secret: url.QueryEscape(token)}
 	}
 	conn.SetReadLimit(d.cfg.MaxFrame)
 	return conn, nil
 }
+
+// redacted is an error whose text cannot show the device key: a dial
+// error names the URL, and the key is in its query.
+type redacted struct {
+	err    error
+	secret string
+}
+
+func (r *redacted) Error() string {
+	if r.secret == "" {
+		return r.err.Error()
+	}
+	return strings.ReplaceAll(r.err.Error(), r.secret, "REDACTED")
+}
+
+func (r *redacted) Unwrap() error { return r.err }
 
 // pair gets a device key: a six-digit code on the pairing socket, shown
 // to the user, who confirms it to the orchestrator; the key comes back in

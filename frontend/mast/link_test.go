@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,5 +272,24 @@ func TestAnswersPings(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ping: %v", err)
 		}
+	}
+}
+
+// A failed dial's error (which names the URL) never shows the device key.
+func TestDialErrorHidesKey(t *testing.T) {
+	c := openCore(t, t.TempDir(), nil)
+	d, err := New(Config{Orchestrator: "ws://127.0.0.1:1", DeviceKey: "dk_secret+key", Service: &Service{Sessions: c.m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.connect(ctxFor(t), "dk_secret+key")
+	if err == nil {
+		t.Fatal("dialled a closed port")
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Fatalf("the error shows the key: %v", err)
+	}
+	if !strings.Contains(err.Error(), "REDACTED") {
+		t.Fatalf("the error lost its URL: %v", err)
 	}
 }
