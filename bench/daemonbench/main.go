@@ -188,9 +188,18 @@ func orchestratorSocket(got *arrivals, connected chan<- struct{}) http.Handler {
 				return
 			}
 			now := time.Now()
+			// What an orchestrator's cache reads of a frame: its types, the
+			// session, and (here) the canonical seq.
 			var f struct {
-				Type  string     `json:"type"`
-				Event mast.Event `json:"event"`
+				Type  string `json:"type"`
+				Event struct {
+					Type      string `json:"type"`
+					SessionID string `json:"sessionId"`
+					Data      struct {
+						Seq       *int64 `json:"seq"`
+						MessageID string `json:"messageID"`
+					} `json:"data"`
+				} `json:"event"`
 			}
 			if json.Unmarshal(data, &f) != nil {
 				continue
@@ -202,8 +211,8 @@ func orchestratorSocket(got *arrivals, connected chan<- struct{}) http.Handler {
 				default:
 				}
 			case "event":
-				if seq, ok := f.Event.Data["seq"].(float64); ok {
-					got.first(int64(seq), now)
+				if f.Event.Data.Seq != nil {
+					got.first(*f.Event.Data.Seq, now)
 				}
 			}
 		}
