@@ -192,6 +192,7 @@ func TestDaemonRestartPendingApproval(t *testing.T) {
 				}
 			})
 			mustFail(t, command(t, o, map[string]any{"type": "approve_permission", "sessionId": s.ID, "permissionId": pid}), "already resolved")
+			mustFail(t, command(t, o, map[string]any{"type": "send_prompt", "sessionId": s.ID, "text": "still there?"}), "ended")
 			var listed []Session
 			mustOK(t, command(t, o, map[string]any{"type": "list_sessions"}), &listed)
 			if len(listed) != 1 || listed[0].ID != s.ID || listed[0].State != "ended" {
