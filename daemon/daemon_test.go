@@ -97,6 +97,7 @@ func TestDaemon(t *testing.T) {
 		got := ready(v, 1)
 		return got != nil && !got["claude-code"] && got["mock"]
 	}); err != nil {
+		o.Read(func(v fakeorchestrator.View) { t.Logf("statuses %v", v.Statuses()) })
 		t.Fatal("no status when Claude Code's CLI went away: ", err)
 	}
 

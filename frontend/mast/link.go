@@ -46,12 +46,13 @@ func (d *Daemon) connect(ctx context.Context, key string) (opened bool, err erro
 	ctx, cancel := context.WithCancel(ctx)
 	l := &link{d: d, conn: conn, commands: make(chan struct{}, maxCommands)}
 	defer func() { cancel(); l.wg.Wait(); d.saveCursor() }()
-	if err := l.write(ctx, d.status()); err != nil {
+	first := d.status()
+	if err := l.write(ctx, first); err != nil {
 		return true, err
 	}
 	syncs := make(chan Command, 8)
 	l.go_(func() { l.heartbeat(ctx) })
-	l.go_(func() { l.watchHealth(ctx) })
+	l.go_(func() { l.watchHealth(ctx, first) })
 	l.go_(func() { l.stream(ctx, cancel, syncs) })
 	for {
 		typ, data, err := conn.Read(ctx)
@@ -120,8 +121,9 @@ func (l *link) heartbeat(ctx context.Context) {
 }
 
 // watchHealth sends status again whenever an agent's readiness changes.
-func (l *link) watchHealth(ctx context.Context) {
-	last := l.d.status()
+// last is the status sent last: a change between it and the watch's
+// first look is a change too.
+func (l *link) watchHealth(ctx context.Context, last Status) {
 	for {
 		select {
 		case <-l.d.cfg.After(l.d.cfg.HealthInterval):

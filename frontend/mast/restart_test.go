@@ -217,6 +217,12 @@ func TestFeedRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for ctx.Err() == nil { // session.started first: until then a turn's end cannot be told
+		if now, _ := c.m.Get(info.ID); now.LastSeq > 0 {
+			break
+		}
+		<-timeAfter(1)
+	}
 	for range 3 {
 		before, _ := c.m.Get(info.ID)
 		if err := c.m.Prompt(ctx, info.ID, "again"); err != nil {
