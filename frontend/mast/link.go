@@ -26,7 +26,8 @@ func (l *link) write(ctx context.Context, v any) error {
 	return writeJSON(ctx, l.conn, v)
 }
 
-func (l *link) go_(f func()) {
+// spawn runs f in a goroutine the connection waits for before it ends.
+func (l *link) spawn(f func()) {
 	l.wg.Add(1)
 	go func() { defer l.wg.Done(); f() }()
 }
@@ -51,9 +52,9 @@ func (d *Daemon) connect(ctx context.Context, key string) (opened bool, err erro
 		return true, err
 	}
 	syncs := make(chan Command, 8)
-	l.go_(func() { l.heartbeat(ctx) })
-	l.go_(func() { l.watchHealth(ctx, first) })
-	l.go_(func() { l.stream(ctx, cancel, syncs) })
+	l.spawn(func() { l.heartbeat(ctx) })
+	l.spawn(func() { l.watchHealth(ctx, first) })
+	l.spawn(func() { l.stream(ctx, cancel, syncs) })
 	for {
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
@@ -75,7 +76,7 @@ func (l *link) dispatch(ctx context.Context, data []byte, syncs chan<- Command) 
 	switch {
 	case err != nil:
 		if c.RequestID != "" {
-			l.go_(func() { l.answer(ctx, errResult(c.RequestID, err)) })
+			l.spawn(func() { l.answer(ctx, errResult(c.RequestID, err)) })
 			return
 		}
 		l.d.log.Warn("unreadable frame from the orchestrator ignored", "err", err)
@@ -94,7 +95,7 @@ func (l *link) dispatch(ctx context.Context, data []byte, syncs chan<- Command) 
 		case <-ctx.Done():
 			return
 		}
-		l.go_(func() {
+		l.spawn(func() {
 			defer func() { <-l.commands }()
 			l.answer(ctx, l.d.cfg.Service.Handle(ctx, c))
 		})
@@ -156,7 +157,7 @@ func (l *link) stream(ctx context.Context, drop context.CancelFunc, syncs <-chan
 	case <-ctx.Done():
 		return
 	}
-	l.go_(func() {
+	l.spawn(func() {
 		for {
 			select {
 			case c := <-syncs:
