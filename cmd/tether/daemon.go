@@ -52,6 +52,14 @@ func newDaemonCmd() *cobra.Command {
 			default:
 				return fmt.Errorf("--sandbox must be on or off, not %q", sandbox)
 			}
+			// From the environment here, not as the flags' defaults: help
+			// would print a key.
+			fromEnv := map[string]*string{"orchestrator": &cfg.Orchestrator, "device-key": &cfg.DeviceKey, "default-agent": &cfg.DefaultAgent}
+			for flag, env := range map[string]string{"orchestrator": "MAST_ORCHESTRATOR_URL", "device-key": "TETHER_DEVICE_KEY", "default-agent": "MAST_DEFAULT_AGENT"} {
+				if !cmd.Flags().Changed(flag) {
+					*fromEnv[flag] = os.Getenv(env)
+				}
+			}
 			if cfg.Orchestrator == "" {
 				return errors.New("--orchestrator (or MAST_ORCHESTRATOR_URL) is required")
 			}
@@ -79,12 +87,12 @@ func newDaemonCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.Orchestrator, "orchestrator", os.Getenv("MAST_ORCHESTRATOR_URL"),
+	fl.StringVar(&cfg.Orchestrator, "orchestrator", "",
 		"the orchestrator's base `URL`, ws:// or wss:// (default: MAST_ORCHESTRATOR_URL)")
-	fl.StringVar(&cfg.DeviceKey, "device-key", os.Getenv("TETHER_DEVICE_KEY"),
+	fl.StringVar(&cfg.DeviceKey, "device-key", "",
 		"the device `KEY` (default: TETHER_DEVICE_KEY, else the one saved in DATA, else pair)")
 	fl.StringVar(&data, "data", "tether-daemon-data", "`DIR` for sessions, their event log, workspaces and the paired key")
-	fl.StringVar(&cfg.DefaultAgent, "default-agent", os.Getenv("MAST_DEFAULT_AGENT"),
+	fl.StringVar(&cfg.DefaultAgent, "default-agent", "",
 		"the agent `KIND` of a session created without one (default: MAST_DEFAULT_AGENT, else opencode, claude, codex, mock, the first there)")
 	fl.StringArrayVar(&clis, "cli", nil,
 		"an agent's CLI, `[NAME=]PATH` with NAME claude, codex or opencode; repeatable (default: each looked up on PATH)")

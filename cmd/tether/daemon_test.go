@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -144,5 +145,31 @@ func TestDaemonCommandUsage(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 			t.Errorf("%v: %v\n%s", args, err, out)
 		}
+	}
+}
+
+// The device key from the environment is used, and never shown in help.
+func TestDaemonCommandKeyFromEnv(t *testing.T) {
+	cmd := exec.Command(tetherPath(), "daemon", "--help")
+	cmd.Env = cleanEnv("TETHER_DEVICE_KEY=dk_secret-in-env")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "secret-in-env") {
+		t.Fatalf("help: %v\n%s", err, out)
+	}
+	o, err := fakeorchestrator.Start(fakeorchestrator.Options{NoDevKey: true, Keys: []string{"dk_secret-in-env"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	daemon := exec.Command(tetherPath(), "daemon", "--orchestrator", o.URL(), "--data", t.TempDir(), "--sandbox", "off")
+	daemon.Env = cleanEnv("TETHER_DEVICE_KEY=dk_secret-in-env")
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = daemon.Process.Signal(syscall.SIGTERM); _ = daemon.Wait() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return v.Connected() && len(v.Statuses()) > 0 }); err != nil {
+		t.Fatal("the daemon did not connect with the key from TETHER_DEVICE_KEY: ", err)
 	}
 }
