@@ -294,6 +294,8 @@ func latencyRun(turns int, interval time.Duration, viaDaemon bool) ([]time.Durat
 		case <-time.After(10 * time.Second):
 			return nil, fmt.Errorf("the daemon did not connect")
 		}
+		// Past its wait for a sync_request: the stream is live.
+		time.Sleep(100 * time.Millisecond)
 	} else {
 		api := httptest.NewServer(sessionsapi.Handler(sessionsapi.Config{Sessions: c.m}))
 		defer api.Close()
