@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,16 +19,29 @@ import (
 	"github.com/tetherhq/tether/server"
 )
 
-func TestRealCLIClaudeDaemon(t *testing.T)   { daemonJourney(t, "claude") }
-func TestRealCLICodexDaemon(t *testing.T)    { daemonJourney(t, "codex") }
-func TestRealCLIOpenCodeDaemon(t *testing.T) { daemonJourney(t, "opencode") }
+func TestRealCLIClaudeDaemon(t *testing.T)   { daemonJourneys(t, "claude") }
+func TestRealCLICodexDaemon(t *testing.T)    { daemonJourneys(t, "codex") }
+func TestRealCLIOpenCodeDaemon(t *testing.T) { daemonJourneys(t, "opencode") }
+
+// daemonJourneys runs the journey with the sandbox on (tether daemon's
+// default) and off.
+func daemonJourneys(t *testing.T, kind string) {
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "Sandbox", false: "NoSandbox"}[sandboxed], func(t *testing.T) {
+			if sandboxed {
+				requireBwrap(t)
+			}
+			daemonJourney(t, kind, sandboxed)
+		})
+	}
+}
 
 // daemonJourney drives one real agent CLI (against a fake model API)
 // through `tether daemon` from an orchestrator: a session, one prompt
 // whose shell command asks permission, approved from the orchestrator,
 // run for real in the session's workspace, and its events, messages and
 // diff as the orchestrator sees them.
-func daemonJourney(t *testing.T, kind string) {
+func daemonJourney(t *testing.T, kind string, sandboxed bool) {
 	timed(t)
 	var cli string
 	var requests func() []fakehttp.Request
@@ -83,9 +97,18 @@ func daemonJourney(t *testing.T, kind string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(o.Close)
-	data := t.TempDir()
+	// Not under the temporary directory: the sandbox mounts its own, which
+	// would hide the daemon's directories whether or not it means to.
+	data, err := os.MkdirTemp("/var/tmp", "tether-e2e-daemon-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(data) })
+	if data, err = filepath.EvalSymlinks(data); err != nil {
+		t.Fatal(err)
+	}
 	logs := &testenv.SyncBuffer{}
-	agents := server.Config{AgentEnv: pass, InitializeTimeout: 60 * time.Second, TurnTimeout: 5 * time.Minute}
+	agents := server.Config{AgentEnv: pass, InitializeTimeout: 60 * time.Second, TurnTimeout: 5 * time.Minute, Sandbox: sandboxed}
 	if kind == "claude" {
 		agents.CLIPath = cli
 	} else {
@@ -202,5 +225,8 @@ func daemonJourney(t *testing.T, kind string) {
 	}
 	if len(requests()) == 0 {
 		t.Fatal("the model API saw no request")
+	}
+	if sandboxed { // the key stayed with the daemon, behind its proxy
+		assertNoKeyIn(t, filepath.Join(data, "homes"), "sk-fake")
 	}
 }
