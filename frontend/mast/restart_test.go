@@ -2,9 +2,11 @@ package mast
 
 import (
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"testing"
 
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
@@ -225,7 +227,14 @@ func TestFeedRetention(t *testing.T) {
 	}
 	for range 3 {
 		before, _ := c.m.Get(info.ID)
-		if err := c.m.Prompt(ctx, info.ID, "again"); err != nil {
+		// The state turns idle a moment before turn.completed is logged:
+		// the last turn may still be ending.
+		err := c.m.Prompt(ctx, info.ID, "again")
+		for errors.Is(err, agent.ErrTurnInProgress) {
+			<-timeAfter(1)
+			err = c.m.Prompt(ctx, info.ID, "again")
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		for ctx.Err() == nil {
