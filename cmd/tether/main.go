@@ -71,7 +71,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newRunCmd(), newServeCmd(), newVersionCmd(), newMockCmd(),
 		newSessionsCmd(), newApprovalsCmd(), newApproveCmd(), newDenyCmd(), newAttachCmd())
-	root.AddCommand(newShimCmd())
+	root.AddCommand(newShimCmd(), newDaemonCmd())
 	return root
 }
 

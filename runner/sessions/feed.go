@@ -23,10 +23,16 @@ type FeedEvent struct {
 	Event agent.Event `json:"event"`
 }
 
-// feed wakes the readers of the runner-wide feed.
+// feed wakes the readers of the runner-wide feed, and keeps its newest
+// events in memory, so a reader that keeps up is handed them without
+// reading them back from the log.
 type feed struct {
-	mu       sync.Mutex
-	appended chan struct{}
+	// appending orders appends: positions are handed out in the order
+	// events join recent.
+	appending sync.Mutex
+	mu        sync.Mutex
+	appended  chan struct{}
+	recent    []FeedEvent // the newest, in position order, without gaps
 }
 
 func newFeed() *feed { return &feed{appended: make(chan struct{})} }
@@ -36,10 +42,14 @@ func (f *feed) append(ctx context.Context, log *eventlog.Log, e *agent.Event) er
 	if err != nil {
 		return err
 	}
-	if _, err := log.Append(ctx, FeedName, payload); err != nil {
+	f.appending.Lock()
+	defer f.appending.Unlock()
+	pos, err := log.Append(ctx, FeedName, payload)
+	if err != nil {
 		return fmt.Errorf("sessions: feed: %w", err)
 	}
 	f.mu.Lock()
+	f.keep(FeedEvent{Pos: pos, Event: *e})
 	close(f.appended)
 	f.appended = make(chan struct{})
 	f.mu.Unlock()
@@ -60,6 +70,21 @@ func (m *Manager) Feed(ctx context.Context, after uint64) iter.Seq2[FeedEvent, e
 	return func(yield func(FeedEvent, error) bool) {
 		for {
 			woken := m.feed.woken()
+			if recent, ok := m.feed.since(after); ok {
+				for _, fe := range recent {
+					after = fe.Pos
+					if !yield(fe, nil) {
+						return
+					}
+				}
+				select {
+				case <-woken:
+				case <-ctx.Done():
+					yield(FeedEvent{}, ctx.Err())
+					return
+				}
+				continue
+			}
 			for ev, err := range m.cfg.Log.Read(ctx, FeedName, after) {
 				if err != nil {
 					yield(FeedEvent{}, fmt.Errorf("sessions: feed after %d: %w", after, err))

@@ -1,0 +1,498 @@
+// Command daemonbench measures what `tether daemon` adds to an agent's
+// events, with the mock agent and an orchestrator on loopback:
+//
+//   - latency: from the moment the agent emits an event to the moment an
+//     orchestrator socket has read and decoded its first mast.* frame,
+//     against the moment a sessions API client has decoded it, in runs
+//     of the same turns with one reader each, alternating (p50, p99, max,
+//     and what the daemon adds at p99);
+//   - reconnect: the orchestrator goes away while turns go on, comes back
+//     with its store; the time from its return (and from the connection's
+//     open) to the first replayed event, and the replay's rate.
+//
+// It prints markdown tables; see docs/benchmarks.md.
+//
+//	go run ./bench/daemonbench [-turns 250] [-interval 200us] [-reps 3] [-history 500] [-missed 250]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/driver/mock"
+	"github.com/tetherhq/tether/frontend/mast"
+	"github.com/tetherhq/tether/frontend/sessionsapi"
+	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
+	"github.com/tetherhq/tether/internal/gcfloor"
+	"github.com/tetherhq/tether/runner/approvals"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+func main() {
+	turns := flag.Int("turns", 250, "mock turns for the latency case (about 20 events each)")
+	interval := flag.Duration("interval", 200*time.Microsecond, "pause before each event of the latency case")
+	history := flag.Int("history", 500, "unpaced turns logged before the orchestrator goes away")
+	missed := flag.Int("missed", 250, "unpaced turns while it is away")
+	reps := flag.Int("reps", 3, "latency runs per reader (the median p99 is compared)")
+	window := flag.Duration("log-commit-window", 0, "the event log's group-commit window (0: its default)")
+	floor := flag.Int64("heap-floor", 64<<20, "the heap floor in `BYTES`, as tether serve (0: none)")
+	flag.Parse()
+	defer gcfloor.Start(uint64(max(*floor, 0))).Stop()
+	logOpts = eventlog.Options{FlushInterval: *window}
+	if err := latency(*turns, *interval, *reps); err != nil {
+		fmt.Fprintln(os.Stderr, "daemonbench:", err)
+		os.Exit(1)
+	}
+	if err := reconnect(*history, *missed); err != nil {
+		fmt.Fprintln(os.Stderr, "daemonbench:", err)
+		os.Exit(1)
+	}
+}
+
+// logOpts are the event log's options, from the flags.
+var logOpts eventlog.Options
+
+// core is a sessions core over the mock agent.
+type core struct {
+	m    *sessions.Manager
+	stop func()
+}
+
+func openCore(dir string, mc mock.Config) (*core, error) {
+	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
+	if err != nil {
+		return nil, err
+	}
+	log, err := eventlog.Open(filepath.Join(dir, "events.db"), logOpts)
+	if err != nil {
+		return nil, err
+	}
+	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), nil)
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"mock": mock.New(mc)},
+		Workspaces: ws, Log: log, Approvals: store})
+	if err != nil {
+		store.Close()
+		log.Close()
+		return nil, err
+	}
+	return &core{m: m, stop: func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+		store.Close()
+		log.Close()
+	}}, nil
+}
+
+// runDaemon runs a daemon over c until the returned stop.
+func runDaemon(c *core, url string, onConnect func()) (stop func(), err error) {
+	d, err := mast.New(mast.Config{Orchestrator: url, DeviceKey: fakeorchestrator.DevKey, KeyFile: os.DevNull,
+		Service: &mast.Service{Sessions: c.m}, SyncGrace: 10 * time.Millisecond, OnConnect: onConnect,
+		// The backoff's waits a hundred times shorter: the case measures
+		// the replay, not the seed's waits.
+		After: func(d time.Duration) <-chan time.Time {
+			if d >= time.Second && d < time.Minute {
+				d /= 100
+			}
+			return time.After(d)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(ctx) }()
+	return func() { cancel(); <-done }, nil
+}
+
+// prompt starts a turn, trying again while the mock still winds the last
+// one down (the log may show its end a moment before the mock takes a new
+// prompt).
+func prompt(ctx context.Context, m *sessions.Manager, id string) error {
+	for {
+		err := m.Prompt(ctx, id, "measure")
+		if !errors.Is(err, agent.ErrTurnInProgress) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+}
+
+// waitStarted waits for the session's session.started: until it is
+// logged, a turn's end cannot be told from it.
+func waitStarted(ctx context.Context, m *sessions.Manager, id string) error {
+	for {
+		s, err := m.Get(id)
+		if err != nil || s.LastSeq > 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Microsecond):
+		}
+	}
+}
+
+// arrivals records when each canonical event (by seq) first arrived.
+type arrivals struct {
+	mu sync.Mutex
+	at map[int64]time.Time
+}
+
+func (a *arrivals) first(seq int64, t time.Time) {
+	a.mu.Lock()
+	if _, ok := a.at[seq]; !ok {
+		a.at[seq] = t
+	}
+	a.mu.Unlock()
+}
+
+// orchestratorSocket is the least an orchestrator does with an event
+// frame: read it, decode it, note it.
+func orchestratorSocket(got *arrivals, connected chan<- struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		conn.SetReadLimit(16 << 20)
+		for {
+			_, data, err := conn.Read(r.Context())
+			if err != nil {
+				return
+			}
+			now := time.Now()
+			// What an orchestrator's cache reads of a frame: its types, the
+			// session, and (here) the canonical seq.
+			var f struct {
+				Type  string `json:"type"`
+				Event struct {
+					Type      string `json:"type"`
+					SessionID string `json:"sessionId"`
+					Data      struct {
+						Seq       *int64 `json:"seq"`
+						MessageID string `json:"messageID"`
+					} `json:"data"`
+				} `json:"event"`
+			}
+			if json.Unmarshal(data, &f) != nil {
+				continue
+			}
+			switch f.Type {
+			case "status":
+				select {
+				case connected <- struct{}{}:
+				default:
+				}
+			case "event":
+				if f.Event.Data.Seq != nil {
+					got.first(*f.Event.Data.Seq, now)
+				}
+			}
+		}
+	})
+}
+
+// latency runs the paced turns with one reader at a time, the sessions
+// API client or the daemon, alternating, reps times each, and prints
+// each run's percentiles and what the daemon adds.
+func latency(turns int, interval time.Duration, reps int) error {
+	type result struct {
+		path string
+		p    [3]time.Duration
+		n    int
+	}
+	var results []result
+	for i := range 2 * reps {
+		path := []string{"sessions API (SSE, Go client)", "daemon → orchestrator socket (first mast.* frame)"}[i%2]
+		lats, err := latencyRun(turns, interval, i%2 == 1)
+		if err != nil {
+			return err
+		}
+		results = append(results, result{path, pct(lats), len(lats)})
+	}
+	fmt.Printf("### Event latency: agent → reader on loopback, one reader per run (%d events a run, one per %v)\n\n", results[0].n, interval)
+	fmt.Println("| run | path | p50 | p99 | max |")
+	fmt.Println("|---:|---|---:|---:|---:|")
+	var api99, daemon99 []time.Duration
+	for i, r := range results {
+		fmt.Printf("| %d | %s | %v | %v | %v |\n", i+1, r.path, r.p[0], r.p[1], r.p[2])
+		if i%2 == 0 {
+			api99 = append(api99, r.p[1])
+		} else {
+			daemon99 = append(daemon99, r.p[1])
+		}
+	}
+	slices.Sort(api99)
+	slices.Sort(daemon99)
+	fmt.Printf("\nMedian p99: sessions API %v, daemon %v: the daemon adds %v at p99 (target ≤ 200µs).\n\n",
+		api99[len(api99)/2], daemon99[len(daemon99)/2], daemon99[len(daemon99)/2]-api99[len(api99)/2])
+	return nil
+}
+
+// latencyRun runs the turns with one reader and returns each event's
+// latency: from its time to its decoding by the API client, or (daemon)
+// to the orchestrator socket's decoding of its first mast.* frame.
+func latencyRun(turns int, interval time.Duration, viaDaemon bool) ([]time.Duration, error) {
+	dir, err := os.MkdirTemp("", "daemonbench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	c, err := openCore(dir, mock.Config{Pace: interval, Outbox: 4096})
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	info, err := c.m.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "latency"})
+	if err != nil {
+		return nil, err
+	}
+	if err := waitStarted(ctx, c.m, info.ID); err != nil {
+		return nil, err
+	}
+	got := &arrivals{at: map[int64]time.Time{}}
+	if viaDaemon {
+		connected := make(chan struct{}, 1)
+		orch := httptest.NewServer(orchestratorSocket(got, connected))
+		defer orch.Close()
+		stopDaemon, err := runDaemon(c, "ws"+orch.URL[len("http"):], nil)
+		if err != nil {
+			return nil, err
+		}
+		defer stopDaemon()
+		select {
+		case <-connected:
+		case <-time.After(10 * time.Second):
+			return nil, fmt.Errorf("the daemon did not connect")
+		}
+		// Past its wait for a sync_request: the stream is live.
+		time.Sleep(100 * time.Millisecond)
+	} else {
+		api := httptest.NewServer(sessionsapi.Handler(sessionsapi.Config{Sessions: c.m}))
+		defer api.Close()
+		cl := &client.Client{BaseURL: api.URL}
+		fctx, stopFollow := context.WithCancel(ctx)
+		followed := make(chan struct{})
+		defer func() { stopFollow(); <-followed }()
+		go func() {
+			defer close(followed)
+			for e, err := range cl.Events(fctx, info.ID, 0, 0) {
+				if err != nil {
+					return
+				}
+				got.first(e.Seq, time.Now())
+			}
+		}()
+	}
+	for range turns {
+		prev, err := c.m.Get(info.ID)
+		if err != nil {
+			return nil, err
+		}
+		if err := prompt(ctx, c.m, info.ID); err != nil {
+			return nil, err
+		}
+		for {
+			s, err := c.m.Get(info.ID)
+			if err != nil {
+				return nil, err
+			}
+			if s.State == sessions.StateIdle && s.LastSeq > prev.LastSeq {
+				break
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+	last, err := c.m.Get(info.ID)
+	if err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got.mu.Lock()
+		_, ok := got.at[int64(last.LastSeq)]
+		got.mu.Unlock()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the last event did not arrive")
+		}
+	}
+	// The events' own times, from the log.
+	rctx, stopRead := context.WithCancel(ctx)
+	defer stopRead()
+	var lats []time.Duration
+	for e, err := range c.m.Events(rctx, info.ID, 0) {
+		if err != nil {
+			return nil, err
+		}
+		got.mu.Lock()
+		at, ok := got.at[e.Seq]
+		got.mu.Unlock()
+		if ok && e.Kind != agent.KindSessionStarted {
+			lats = append(lats, at.Sub(e.Time))
+		}
+		if uint64(e.Seq) >= last.LastSeq {
+			break
+		}
+	}
+	if len(lats) == 0 {
+		return nil, fmt.Errorf("no event arrived")
+	}
+	return lats, nil
+}
+
+func pct(ds []time.Duration) [3]time.Duration {
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
+	return [3]time.Duration{at(0.5).Round(time.Microsecond), at(0.99).Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond)}
+}
+
+func reconnect(history, missed int) error {
+	dir, err := os.MkdirTemp("", "daemonbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	c, err := openCore(dir, mock.Config{Outbox: 4096})
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	o, err := fakeorchestrator.Start(fakeorchestrator.Options{Store: true})
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	var mu sync.Mutex
+	var opened time.Time
+	stopDaemon, err := runDaemon(c, o.URL(), func() { mu.Lock(); opened = time.Now(); mu.Unlock() })
+	if err != nil {
+		return err
+	}
+	defer stopDaemon()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return v.Connected() }); err != nil {
+		return err
+	}
+	info, err := c.m.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "reconnect"})
+	if err != nil {
+		return err
+	}
+	if err := waitStarted(ctx, c.m, info.ID); err != nil {
+		return err
+	}
+	lastIs := func(seq uint64) func(v fakeorchestrator.View) bool {
+		return func(v fakeorchestrator.View) bool {
+			ev := v.Events()
+			if len(ev) == 0 {
+				return false
+			}
+			data := ev[len(ev)-1]["event"].(map[string]any)["data"].(map[string]any)
+			return uint64(data["seq"].(float64)) == seq
+		}
+	}
+	runTurns := func(n int) (uint64, error) {
+		for range n {
+			prev, err := c.m.Get(info.ID)
+			if err != nil {
+				return 0, err
+			}
+			if err := prompt(ctx, c.m, info.ID); err != nil {
+				return 0, err
+			}
+			for {
+				s, err := c.m.Get(info.ID)
+				if err != nil {
+					return 0, err
+				}
+				// Idle again after more events: turn.completed is logged.
+				if s.State == sessions.StateIdle && s.LastSeq > prev.LastSeq {
+					break
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		s, err := c.m.Get(info.ID)
+		return s.LastSeq, err
+	}
+	seen, err := runTurns(history)
+	if err != nil {
+		return err
+	}
+	if err := o.Wait(ctx, lastIs(seen)); err != nil {
+		return err
+	}
+	o.Stop()
+	last, err := runTurns(missed)
+	if err != nil {
+		return err
+	}
+	var before int
+	o.Read(func(v fakeorchestrator.View) { before = len(v.Events()) })
+	back := time.Now()
+	if err := o.Start(); err != nil {
+		return err
+	}
+	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return len(v.SyncResponses()) == 2 }); err != nil {
+		return err
+	}
+	synced := time.Now()
+	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return len(v.Events()) > before }); err != nil {
+		return err
+	}
+	first := time.Now()
+	if err := o.Wait(ctx, lastIs(last)); err != nil {
+		return err
+	}
+	done := time.Now()
+	var frames int
+	o.Read(func(v fakeorchestrator.View) { frames = len(v.Events()) - before })
+	mu.Lock()
+	conn := opened
+	mu.Unlock()
+	missedEvents := last - seen
+	fmt.Printf("### Reconnect: %d canonical events logged, %d of them while the orchestrator was away\n\n", last, missedEvents)
+	fmt.Println("| measure | result |")
+	fmt.Println("|---|---:|")
+	fmt.Printf("| orchestrator back → connection open (backoff ÷100) | %v |\n", conn.Sub(back).Round(time.Microsecond))
+	fmt.Printf("| connection open → sync_response received | %v |\n", synced.Sub(conn).Round(time.Microsecond))
+	fmt.Printf("| connection open → first replayed event | %v |\n", first.Sub(conn).Round(time.Microsecond))
+	fmt.Printf("| orchestrator back → first replayed event | %v |\n", first.Sub(back).Round(time.Microsecond))
+	fmt.Printf("| replay: %d canonical events as %d mast.* frames | %v |\n", missedEvents, frames, done.Sub(first).Round(time.Microsecond))
+	fmt.Printf("| replay rate | %.0f canonical events/s (%.0f frames/s) |\n",
+		float64(missedEvents)/done.Sub(first).Seconds(), float64(frames)/done.Sub(first).Seconds())
+	fmt.Printf("| sync: whole feed folded, from connection open to sync_response | %.0f canonical events/s |\n\n",
+		float64(last)/synced.Sub(conn).Seconds())
+	return nil
+}

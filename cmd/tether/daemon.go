@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/daemon"
+	"github.com/tetherhq/tether/server"
+)
+
+const daemonLong = `Daemon connects this machine's agents to a Mast orchestrator, so a phone can
+drive them: it dials out (nothing listens here) to URL/daemon, says which
+agents it has and whether each is ready, answers the orchestrator's commands
+(list and create sessions, prompt, approve or deny a tool call, abort, read
+messages and diffs) and streams every event as mast.* events. See
+docs/daemon.md.
+
+Without a device key (--device-key, TETHER_DEVICE_KEY, or one saved in
+DATA/device-key.json) it pairs: it prints a six-digit code to confirm in the
+app, then saves the key it is given (mode 0600). A saved key the orchestrator
+refuses is removed and the daemon pairs again.
+
+Agents are found as tether serve finds them: Claude Code, Codex and OpenCode
+when their CLIs are given (--cli NAME=PATH) or on PATH; the mock agent is
+always there. Sessions, their events and approvals live in DATA and survive a
+restart. Lost connections are retried with backoff; events are logged
+meanwhile and reach the orchestrator when it is back.`
+
+func newDaemonCmd() *cobra.Command {
+	var cfg daemon.Config
+	var sandbox, data string
+	var clis []string
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Connect this machine's agents to a Mast orchestrator (drive them from a phone)",
+		Long:  daemonLong,
+		Example: `  tether daemon --orchestrator wss://orchestrator.example.com      # pairs on first start
+  MAST_ORCHESTRATOR_URL=ws://127.0.0.1:3000 TETHER_DEVICE_KEY=dk_… tether daemon --cli codex=/usr/local/bin/codex`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch sandbox {
+			case "on":
+				cfg.Agents.Sandbox = true
+			case "off":
+			default:
+				return fmt.Errorf("--sandbox must be on or off, not %q", sandbox)
+			}
+			// From the environment here, not as the flags' defaults: help
+			// would print a key.
+			fromEnv := map[string]*string{"orchestrator": &cfg.Orchestrator, "device-key": &cfg.DeviceKey, "default-agent": &cfg.DefaultAgent}
+			for flag, env := range map[string]string{"orchestrator": "MAST_ORCHESTRATOR_URL", "device-key": "TETHER_DEVICE_KEY", "default-agent": "MAST_DEFAULT_AGENT"} {
+				if !cmd.Flags().Changed(flag) {
+					*fromEnv[flag] = os.Getenv(env)
+				}
+			}
+			if cfg.Orchestrator == "" {
+				return errors.New("--orchestrator (or MAST_ORCHESTRATOR_URL) is required")
+			}
+			cfg.DataDir = data
+			cfg.Agents.CLIs = map[string]string{}
+			for _, v := range clis {
+				kind, path := server.ParseCLIFlag(v)
+				if _, dup := cfg.Agents.CLIs[kind]; dup {
+					return fmt.Errorf("--cli names %s twice", kind)
+				}
+				cfg.Agents.CLIs[kind] = path
+			}
+			cfg.PairingOutput = cmd.OutOrStdout()
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := daemon.Run(ctx, cfg); err != nil {
+				if errors.Is(err, daemon.ErrInvalidConfig) {
+					return err
+				}
+				fmt.Fprintln(os.Stderr, "tether daemon:", err)
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Orchestrator, "orchestrator", "",
+		"the orchestrator's base `URL`, ws:// or wss:// (default: MAST_ORCHESTRATOR_URL)")
+	fl.StringVar(&cfg.DeviceKey, "device-key", "",
+		"the device `KEY` (default: TETHER_DEVICE_KEY, else the one saved in DATA, else pair)")
+	fl.StringVar(&data, "data", "tether-daemon-data", "`DIR` for sessions, their event log, workspaces and the paired key")
+	fl.StringVar(&cfg.DefaultAgent, "default-agent", "",
+		"the agent `KIND` of a session created without one (default: MAST_DEFAULT_AGENT, else opencode, claude, codex, mock, the first there)")
+	fl.StringArrayVar(&clis, "cli", nil,
+		"an agent's CLI, `[NAME=]PATH` with NAME claude, codex or opencode; repeatable (default: each looked up on PATH)")
+	fl.StringVar(&cfg.Agents.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per session's workspace (default: DATA/workspaces)")
+	fl.StringVar(&sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")
+	fl.BoolVar(&cfg.Agents.AllowToolNetwork, "allow-tool-network", false, "let sessions ask for network in Bash commands")
+	fl.BoolVar(&cfg.Agents.AllowUntestedAgents, "allow-untested-agents", false,
+		"run Codex and OpenCode CLIs of another version than the tested one")
+	fl.DurationVar(&cfg.Agents.TurnTimeout, "turn-timeout", 2*time.Hour,
+		"how long a Codex or OpenCode turn may run before it ends as failed (0: no limit)")
+	fl.StringSliceVar(&cfg.Agents.AgentEnv, "agent-env", nil,
+		"`NAMES` of this process's environment variables to hand to agents too, comma-separated")
+	fl.DurationVar(&cfg.Agents.ApprovalTimeout, "approval-timeout", 30*time.Minute,
+		"how long a permission waits for the phone before it is denied (0: until its session ends)")
+	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long sessions may take to stop after SIGTERM")
+	return cmd
+}

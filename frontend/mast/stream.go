@@ -1,0 +1,143 @@
+package mast
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/tetherhq/tether/runner/sessions"
+)
+
+// feedState folds the runner-wide feed: a projector per session, and the
+// stamp of each event. Stamps are the events' times, made strictly
+// increasing in feed order (a microsecond apart at least), so "every event
+// after timestamp T" is exactly a tail of the feed, and an orchestrator
+// that names the last timestamp it saw gets the rest, no more, no less.
+type feedState struct {
+	projectors map[string]*projector
+	pos        uint64 // the last position folded
+	stamp      int64  // its stamp, in Unix microseconds
+	// lastStamp is each session's newest stamp.
+	lastStamp map[string]int64
+}
+
+func newFeedState() *feedState {
+	return &feedState{projectors: map[string]*projector{}, lastStamp: map[string]int64{}}
+}
+
+// apply folds one feed event in and returns its mast events with their
+// stamps: each mast event has its own, so a reader that saw some of one
+// canonical event's mast events and not the rest resumes exactly there.
+func (st *feedState) apply(fe sessions.FeedEvent) ([]Event, []int64) {
+	base := max(fe.Event.Time.UnixMicro(), st.stamp+1)
+	id := fe.Event.SessionID
+	p, ok := st.projectors[id]
+	if !ok {
+		p = newProjector(id)
+		st.projectors[id] = p
+	}
+	st.pos = fe.Pos
+	events := p.project(fe.Event, base)
+	stamps := make([]int64, len(events))
+	for i, e := range events {
+		// The canonical seq, so a reader can tell an event it has seen.
+		e.Data["seq"] = fe.Event.Seq
+		stamps[i] = base + int64(i)
+		st.stamp = stamps[i]
+		st.lastStamp[id] = stamps[i]
+	}
+	return events, stamps
+}
+
+// sync answers sync_request: for each session the orchestrator caches, and
+// each one with events after its timestamp, the messages changed since.
+// since is the timestamp as a stamp, from which the event stream resumes.
+func (s *Service) sync(ctx context.Context, req Command) (resp SyncResponse, since int64, err error) {
+	if req.LastEventTimestamp != "" && req.LastEventTimestamp != epochTimestamp {
+		t, err := ParseTimestamp(req.LastEventTimestamp)
+		if err != nil {
+			return SyncResponse{}, 0, err
+		}
+		since = t.UnixMicro()
+	}
+	end, err := s.Sessions.FeedEnd()
+	if err != nil {
+		return SyncResponse{}, 0, err
+	}
+	st := newFeedState()
+	oldest, err := s.oldest()
+	if err != nil {
+		return SyncResponse{}, 0, err
+	}
+	if end > oldest {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for fe, err := range s.Sessions.Feed(ctx, oldest) {
+			if err != nil {
+				return SyncResponse{}, 0, err
+			}
+			st.apply(fe)
+			if fe.Pos >= end {
+				break
+			}
+		}
+	}
+	ids := slices.Clone(req.CachedSessionIDs)
+	for id, last := range st.lastStamp {
+		if last > since && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	resp = SyncResponse{Type: "sync_response", Sessions: []SyncSession{}}
+	for _, id := range slices.Compact(ids) {
+		p, ok := st.projectors[id]
+		if !ok {
+			continue // not a session of this daemon
+		}
+		resp.Sessions = append(resp.Sessions, SyncSession{ID: id, Messages: p.snapshot(since)})
+	}
+	return resp, since, nil
+}
+
+// oldest is the feed position a fold starts after: 0, unless the log's
+// retention has dropped the feed's beginning (then the projection of a
+// session older than what is left starts where the feed does).
+func (s *Service) oldest() (uint64, error) {
+	first, err := s.Sessions.FeedStart()
+	if err != nil || first <= 1 {
+		return 0, err
+	}
+	return first - 1, nil
+}
+
+// stream sends as event frames every mast event of the feed after
+// position from whose stamp is after since, folding everything before
+// silently, then live, until ctx ends or send fails. sent is told each
+// position once all its frames are written.
+func (s *Service) stream(ctx context.Context, from uint64, since int64, send func(EventFrame) error, sent func(uint64)) error {
+	st := newFeedState()
+	oldest, err := s.oldest()
+	if err != nil {
+		return err
+	}
+	for fe, err := range s.Sessions.Feed(ctx, oldest) {
+		if err != nil {
+			return err
+		}
+		events, stamps := st.apply(fe)
+		if fe.Pos <= from {
+			continue
+		}
+		for i, e := range events {
+			if stamps[i] <= since {
+				continue
+			}
+			if err := send(EventFrame{Type: "event", Event: e, Timestamp: Timestamp(time.UnixMicro(stamps[i]))}); err != nil {
+				return err
+			}
+		}
+		sent(fe.Pos)
+	}
+	return ctx.Err()
+}
