@@ -2,6 +2,8 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -84,4 +86,22 @@ type Resolution struct {
 	By    string    `json:"by,omitempty"`
 	Cause Cause     `json:"cause"`
 	At    time.Time `json:"at"`
+}
+
+// CheckAnswers refuses, with a *BadAnswerError, a client's allow of a
+// question approval whose answers are not ids of its options, or are
+// several where the question takes one. Other resolutions pass.
+func (a Approval) CheckAnswers(r Resolution) error {
+	if a.Kind != ApprovalQuestion || a.Question == nil || r.Decision != Allow || (r.Cause != "" && r.Cause != CauseClient) {
+		return nil
+	}
+	if len(r.Answers) > 1 && !a.Question.MultiSelect {
+		return &BadAnswerError{ApprovalID: a.ID, Reason: fmt.Sprintf("the question takes one answer, not %d", len(r.Answers))}
+	}
+	for _, id := range r.Answers {
+		if !slices.ContainsFunc(a.Question.Options, func(o Option) bool { return o.ID == id }) {
+			return &BadAnswerError{ApprovalID: a.ID, Reason: fmt.Sprintf("answer %q is not an option of the question", id)}
+		}
+	}
+	return nil
 }

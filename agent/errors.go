@@ -20,7 +20,22 @@ var (
 	ErrSessionEnded = errors.New("agent: session ended")
 	// ErrInvalidEvent matches an *InvalidEventError.
 	ErrInvalidEvent = errors.New("agent: invalid event")
+	// ErrBadAnswer matches a *BadAnswerError.
+	ErrBadAnswer = errors.New("agent: the answer does not fit the question")
 )
+
+// BadAnswerError refuses a resolution of a question approval whose
+// answers are not among its options; the approval stays open.
+type BadAnswerError struct {
+	ApprovalID string
+	Reason     string
+}
+
+func (e *BadAnswerError) Error() string {
+	return fmt.Sprintf("agent: approval %s: %s", e.ApprovalID, e.Reason)
+}
+
+func (e *BadAnswerError) Is(target error) bool { return target == ErrBadAnswer }
 
 // UnsupportedError is a capability the agent lacks.
 type UnsupportedError struct {

@@ -21,10 +21,15 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 		id = "approval-" + strconv.Itoa(len(s.pending)+1) + "-" + req.ToolName
 	}
 	p := &pendingApproval{toolUseID: req.ToolUseID, answer: make(chan agent.Resolution, 1)}
-	s.pending[id] = p
 	e := s.mapper.approvalRequested(id, &cc.CanUseToolRequest{ToolName: req.ToolName, Input: req.Input,
 		ToolUseID: req.ToolUseID, Title: req.Title}, nil)
 	e.Approval.Scopes = []agent.Scope{agent.ScopeOnce, agent.ScopeSession}
+	if q, ok := askQuestion(req.Input); ok && req.ToolName == askTool {
+		// A question: the person chooses among its options, once.
+		p.question = q
+		e.Approval.Kind, e.Approval.Question, e.Approval.Title, e.Approval.Scopes = agent.ApprovalQuestion, q, q.Prompt, nil
+	}
+	s.pending[id] = p
 	s.out.Add(e)
 	s.mu.Unlock()
 	var r agent.Resolution
@@ -41,6 +46,13 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 		return claude.Deny{Message: r.Reason}, nil
 	}
 	allow := claude.Allow{}
+	if p.question != nil && len(r.Answers) > 0 {
+		in, err := answeredInput(req.Input, p.question, r.Answers)
+		if err != nil {
+			return claude.Deny{Message: "tether: the question's input does not decode: " + err.Error()}, nil
+		}
+		return claude.Allow{UpdatedInput: in}, nil
+	}
 	if r.Scope == agent.ScopeSession {
 		allow.UpdatedPermissions = []claude.PermissionUpdate{{Type: "addRules", Behavior: "allow",
 			Destination: "session", Rules: []claude.PermissionRule{{ToolName: req.ToolName}}}}
@@ -80,6 +92,11 @@ func (s *canonicalSession) settleLocked(id string, r agent.Resolution) error {
 		return agent.ErrUnknownApproval
 	case p.first != nil:
 		return &agent.AlreadyResolvedError{First: *p.first}
+	case p.question != nil:
+		q := agent.Approval{ID: id, Kind: agent.ApprovalQuestion, Question: p.question}
+		if err := q.CheckAnswers(r); err != nil {
+			return err
+		}
 	}
 	r.ApprovalID = id
 	if r.At.IsZero() {

@@ -34,7 +34,7 @@ var _ agent.Driver = (*Canonical)(nil)
 func (d *Canonical) Name() string { return "claude" }
 
 func (d *Canonical) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+	return agent.Capabilities{Resume: true, Fork: true, Questions: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
 }
 
 // Start connects to the CLI; the session's events begin with
@@ -167,6 +167,8 @@ type canonicalSession struct {
 
 type pendingApproval struct {
 	toolUseID string
+	// question is set for an AskUserQuestion call: a question approval.
+	question *agent.Question
 	answer    chan agent.Resolution // buffered 1
 	first     *agent.Resolution
 }

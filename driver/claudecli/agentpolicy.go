@@ -25,7 +25,7 @@ type policyCanonical struct {
 func (p *policyCanonical) Name() string { return "claude" }
 
 func (p *policyCanonical) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+	return agent.Capabilities{Resume: true, Questions: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
 }
 
 // Start starts the CLI in req.Workspace under the runner's policy.

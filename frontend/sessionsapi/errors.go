@@ -40,6 +40,8 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, "no_turn", err.Error())
 	case errors.Is(err, agent.ErrSessionEnded), errors.Is(err, sessions.ErrEnded):
 		writeError(w, http.StatusConflict, "session_ended", err.Error())
+	case errors.Is(err, agent.ErrBadAnswer):
+		writeError(w, http.StatusBadRequest, "bad_answer", err.Error())
 	case errors.Is(err, agent.ErrUnknownApproval):
 		writeError(w, http.StatusNotFound, "approval_not_found", err.Error())
 	case errors.Is(err, agent.ErrUnsupported):

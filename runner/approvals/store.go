@@ -162,6 +162,9 @@ func (s *Store) Resolve(sessionID string, r agent.Resolution) (agent.Resolution,
 		if rec.Resolution != nil {
 			return &agent.AlreadyResolvedError{First: *rec.Resolution}
 		}
+		if err := rec.Approval.CheckAnswers(r); err != nil {
+			return err // the approval stays open for a good answer
+		}
 		rec.Resolution = &r
 		return put(b, k, rec)
 	})

@@ -226,3 +226,36 @@ func TestResolveSession(t *testing.T) {
 		t.Fatalf("wait past its deadline: %v", err)
 	}
 }
+
+// A question's answers must be its options (one, unless it takes several):
+// a bad answer is refused and the question stays open for a good one; a
+// deny needs no answer.
+func TestQuestionAnswers(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
+	s := open(t, filepath.Join(t.TempDir(), "approvals.db"), c)
+	q := agent.Approval{ID: "q1", SessionID: "s1", Kind: agent.ApprovalQuestion, Title: "Colour?", Agent: "claude",
+		Question: &agent.Question{Prompt: "Colour?", Options: []agent.Option{{ID: "0", Label: "Red"}, {ID: "1", Label: "Blue"}}}}
+	multi := q
+	multi.ID, multi.Question = "q2", &agent.Question{Prompt: "Colours?", MultiSelect: true, Options: q.Question.Options}
+	for _, a := range []agent.Approval{q, multi} {
+		if err := s.Add(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bad *agent.BadAnswerError
+	for _, answers := range [][]string{{"7"}, {"0", "1"}} {
+		_, err := s.Resolve("s1", agent.Resolution{ApprovalID: "q1", Decision: agent.Allow, Answers: answers})
+		if !errors.As(err, &bad) || !errors.Is(err, agent.ErrBadAnswer) || bad.ApprovalID != "q1" {
+			t.Fatalf("answers %v: %v", answers, err)
+		}
+	}
+	if rec, _ := s.Get("s1", "q1"); !rec.Pending() {
+		t.Fatal("a refused answer closed the question")
+	}
+	if r, err := s.Resolve("s1", agent.Resolution{ApprovalID: "q1", Decision: agent.Allow, Answers: []string{"1"}}); err != nil || r.Answers[0] != "1" {
+		t.Fatalf("a good answer: %+v %v", r, err)
+	}
+	if _, err := s.Resolve("s1", agent.Resolution{ApprovalID: "q2", Decision: agent.Allow, Answers: []string{"0", "1"}}); err != nil {
+		t.Fatalf("several answers to a multi-select question: %v", err)
+	}
+}
