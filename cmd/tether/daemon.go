@@ -98,6 +98,7 @@ func newDaemonCmd() *cobra.Command {
 		"an agent's CLI, `[NAME=]PATH` with NAME claude, codex or opencode; repeatable (default: each looked up on PATH)")
 	fl.StringVar(&cfg.Agents.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per session's workspace (default: DATA/workspaces)")
 	fl.StringVar(&sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")
+	fl.StringArrayVar(&cfg.Agents.SandboxReadOnly, "sandbox-ro", nil, "also show agents this `PATH`, read-only (repeatable): a shared toolchain, a package cache")
 	fl.BoolVar(&cfg.Agents.AllowToolNetwork, "allow-tool-network", false, "let sessions ask for network in Bash commands")
 	fl.BoolVar(&cfg.Agents.AllowUntestedAgents, "allow-untested-agents", false,
 		"run Codex and OpenCode CLIs of another version than the tested one")

@@ -169,8 +169,8 @@ type pendingApproval struct {
 	toolUseID string
 	// question is set for an AskUserQuestion call: a question approval.
 	question *agent.Question
-	answer    chan agent.Resolution // buffered 1
-	first     *agent.Resolution
+	answer   chan agent.Resolution // buffered 1
+	first    *agent.Resolution
 }
 
 func (s *canonicalSession) NativeID() string { return s.client.SessionID() }
