@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tetherhq/tether/daemon"
+	"github.com/tetherhq/tether/internal/gcfloor"
 	"github.com/tetherhq/tether/server"
 )
 
@@ -35,8 +35,9 @@ meanwhile and reach the orchestrator when it is back.`
 
 func newDaemonCmd() *cobra.Command {
 	var cfg daemon.Config
-	var sandbox, data string
+	var sandbox, data, logFormat, logLevel string
 	var clis []string
+	var heapFloor int64
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Connect this machine's agents to a Mast orchestrator (drive them from a phone)",
@@ -73,7 +74,14 @@ func newDaemonCmd() *cobra.Command {
 				cfg.Agents.CLIs[kind] = path
 			}
 			cfg.PairingOutput = cmd.OutOrStdout()
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+			logger, err := newLogger(os.Stderr, logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = logger
+			// Fewer collections while events stream: the daemon's tail
+			// latency is mostly the collector's.
+			defer gcfloor.Start(uint64(max(heapFloor, 0))).Stop()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := daemon.Run(ctx, cfg); err != nil {
@@ -108,6 +116,10 @@ func newDaemonCmd() *cobra.Command {
 		"`NAMES` of this process's environment variables to hand to agents too, comma-separated")
 	fl.DurationVar(&cfg.Agents.ApprovalTimeout, "approval-timeout", 30*time.Minute,
 		"how long a permission waits for the phone before it is denied (0: until its session ends)")
+	fl.StringVar(&logFormat, "log-format", "text", "log lines on stderr as `text` or json")
+	fl.StringVar(&logLevel, "log-level", "info", "least severe log lines kept: debug, info, warn or error")
+	fl.Int64Var(&heapFloor, "gc-heap-floor", 64<<20,
+		"heap `BYTES` below which the Go collector does not run (fewer collections while events stream; 0 or GOGC set: off)")
 	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long sessions may take to stop after SIGTERM")
 	return cmd
 }

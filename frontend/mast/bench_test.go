@@ -1,7 +1,7 @@
 package mast
 
 import (
-	"encoding/json"
+	json "github.com/segmentio/encoding/json"
 	"testing"
 	"time"
 
@@ -12,7 +12,8 @@ import (
 func feedEvent(e agent.Event) sessions.FeedEvent { return sessions.FeedEvent{Event: e} }
 
 // BenchmarkProjectEncode is the daemon's own cost per canonical event:
-// projecting a mock turn's events to mast.* and encoding their frames.
+// projecting a mock turn's events to mast.* and encoding their frames as
+// writeJSON does.
 func BenchmarkProjectEncode(b *testing.B) {
 	evs := mappingExamples()
 	var turn []string
