@@ -3,16 +3,17 @@
 //
 //   - latency: from the moment the agent emits an event to the moment an
 //     orchestrator socket has read and decoded its first mast.* frame,
-//     against the moment a sessions API client has decoded it, in runs
-//     of the same turns with one reader each, alternating (p50, p99, max,
-//     and what the daemon adds at p99);
+//     against the moment a sessions API client has decoded it: in runs
+//     of the same turns with one reader each, alternating (p50, p99,
+//     max), then in paired runs with both readers on the same events,
+//     whose p99s are compared within each run (what the daemon adds);
 //   - reconnect: the orchestrator goes away while turns go on, comes back
 //     with its store; the time from its return (and from the connection's
 //     open) to the first replayed event, and the replay's rate.
 //
 // It prints markdown tables; see docs/benchmarks.md.
 //
-//	go run ./bench/daemonbench [-turns 250] [-interval 200us] [-reps 3] [-history 500] [-missed 250]
+//	go run ./bench/daemonbench [-turns 250] [-interval 200us] [-reps 5] [-history 500] [-missed 250]
 package main
 
 import (
@@ -49,7 +50,7 @@ func main() {
 	interval := flag.Duration("interval", 200*time.Microsecond, "pause before each event of the latency case")
 	history := flag.Int("history", 500, "unpaced turns logged before the orchestrator goes away")
 	missed := flag.Int("missed", 250, "unpaced turns while it is away")
-	reps := flag.Int("reps", 3, "latency runs per reader (the median p99 is compared)")
+	reps := flag.Int("reps", 5, "latency runs per reader, alternating, and paired runs of both (medians compared)")
 	window := flag.Duration("log-commit-window", 0, "the event log's group-commit window (0: its default)")
 	floor := flag.Int64("heap-floor", 64<<20, "the heap floor in `BYTES`, as tether serve (0: none)")
 	flag.Parse()
@@ -221,7 +222,7 @@ func orchestratorSocket(got *arrivals, connected chan<- struct{}) http.Handler {
 
 // latency runs the paced turns with one reader at a time, the sessions
 // API client or the daemon, alternating, reps times each, and prints
-// each run's percentiles and what the daemon adds.
+// each run's percentiles; then the paired runs.
 func latency(turns int, interval time.Duration, reps int) error {
 	type result struct {
 		path string
@@ -253,6 +254,30 @@ func latency(turns int, interval time.Duration, reps int) error {
 	slices.Sort(daemon99)
 	fmt.Printf("\nMedian p99: sessions API %v, daemon %v: the daemon adds %v at p99 (target ≤ 200µs).\n\n",
 		api99[len(api99)/2], daemon99[len(daemon99)/2], daemon99[len(daemon99)/2]-api99[len(api99)/2])
+	return pairedLatency(turns, interval, reps)
+}
+
+// pairedLatency runs both readers at once on the same events, so that
+// both see the same machine at the same moments: the p99s of one run are
+// compared with each other, and the runs' differences summarised. Tail
+// latencies of separate runs on a shared machine differ by more than the
+// daemon's own cost; within a run they do not.
+func pairedLatency(turns int, interval time.Duration, reps int) error {
+	fmt.Printf("### Event latency, both readers at once on the same events (%d runs)\n\n", reps)
+	fmt.Println("| run | sessions API p50 | daemon p50 | sessions API p99 | daemon p99 | daemon − API at p99 |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|")
+	var added []time.Duration
+	for i := range reps {
+		lats, err := latencyReaders(turns, interval, true, true)
+		if err != nil {
+			return err
+		}
+		api, dmn := pct(lats[0]), pct(lats[1])
+		added = append(added, dmn[1]-api[1])
+		fmt.Printf("| %d | %v | %v | %v | %v | %v |\n", i+1, api[0], dmn[0], api[1], dmn[1], dmn[1]-api[1])
+	}
+	slices.Sort(added)
+	fmt.Printf("\nMedian over the runs: the daemon adds %v at p99 (target ≤ 200µs).\n\n", added[len(added)/2])
 	return nil
 }
 
@@ -260,43 +285,60 @@ func latency(turns int, interval time.Duration, reps int) error {
 // latency: from its time to its decoding by the API client, or (daemon)
 // to the orchestrator socket's decoding of its first mast.* frame.
 func latencyRun(turns int, interval time.Duration, viaDaemon bool) ([]time.Duration, error) {
-	dir, err := os.MkdirTemp("", "daemonbench-")
+	lats, err := latencyReaders(turns, interval, !viaDaemon, viaDaemon)
 	if err != nil {
 		return nil, err
+	}
+	if viaDaemon {
+		return lats[1], nil
+	}
+	return lats[0], nil
+}
+
+// latencyReaders runs the turns with the sessions API reader, the daemon,
+// or both at once, and returns each one's latencies ([0] the API's, [1]
+// the daemon's).
+func latencyReaders(turns int, interval time.Duration, viaAPI, viaDaemon bool) ([2][]time.Duration, error) {
+	var none [2][]time.Duration
+	dir, err := os.MkdirTemp("", "daemonbench-")
+	if err != nil {
+		return none, err
 	}
 	defer os.RemoveAll(dir)
 	c, err := openCore(dir, mock.Config{Pace: interval, Outbox: 4096})
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	defer c.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	info, err := c.m.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "latency"})
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	if err := waitStarted(ctx, c.m, info.ID); err != nil {
-		return nil, err
+		return none, err
 	}
 	got := &arrivals{at: map[int64]time.Time{}}
+	gotAPI := &arrivals{at: map[int64]time.Time{}}
 	if viaDaemon {
 		connected := make(chan struct{}, 1)
 		orch := httptest.NewServer(orchestratorSocket(got, connected))
 		defer orch.Close()
 		stopDaemon, err := runDaemon(c, "ws"+orch.URL[len("http"):], nil)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		defer stopDaemon()
 		select {
 		case <-connected:
 		case <-time.After(10 * time.Second):
-			return nil, fmt.Errorf("the daemon did not connect")
+			return none, fmt.Errorf("the daemon did not connect")
 		}
 		// Past its wait for a sync_request: the stream is live.
 		time.Sleep(100 * time.Millisecond)
-	} else {
+	}
+	if viaAPI {
 		api := httptest.NewServer(sessionsapi.Handler(sessionsapi.Config{Sessions: c.m}))
 		defer api.Close()
 		cl := &client.Client{BaseURL: api.URL}
@@ -309,22 +351,22 @@ func latencyRun(turns int, interval time.Duration, viaDaemon bool) ([]time.Durat
 				if err != nil {
 					return
 				}
-				got.first(e.Seq, time.Now())
+				gotAPI.first(e.Seq, time.Now())
 			}
 		}()
 	}
 	for range turns {
 		prev, err := c.m.Get(info.ID)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		if err := prompt(ctx, c.m, info.ID); err != nil {
-			return nil, err
+			return none, err
 		}
 		for {
 			s, err := c.m.Get(info.ID)
 			if err != nil {
-				return nil, err
+				return none, err
 			}
 			if s.State == sessions.StateIdle && s.LastSeq > prev.LastSeq {
 				break
@@ -334,39 +376,46 @@ func latencyRun(turns int, interval time.Duration, viaDaemon bool) ([]time.Durat
 	}
 	last, err := c.m.Get(info.ID)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		got.mu.Lock()
-		_, ok := got.at[int64(last.LastSeq)]
-		got.mu.Unlock()
-		if ok {
-			break
+	for _, a := range []*arrivals{got, gotAPI} {
+		if (a == got && !viaDaemon) || (a == gotAPI && !viaAPI) {
+			continue
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the last event did not arrive")
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			a.mu.Lock()
+			_, ok := a.at[int64(last.LastSeq)]
+			a.mu.Unlock()
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				return none, fmt.Errorf("the last event did not arrive")
+			}
 		}
 	}
 	// The events' own times, from the log.
 	rctx, stopRead := context.WithCancel(ctx)
 	defer stopRead()
-	var lats []time.Duration
+	var lats [2][]time.Duration
 	for e, err := range c.m.Events(rctx, info.ID, 0) {
 		if err != nil {
-			return nil, err
+			return none, err
 		}
-		got.mu.Lock()
-		at, ok := got.at[e.Seq]
-		got.mu.Unlock()
-		if ok && e.Kind != agent.KindSessionStarted {
-			lats = append(lats, at.Sub(e.Time))
+		for i, a := range []*arrivals{gotAPI, got} {
+			a.mu.Lock()
+			at, ok := a.at[e.Seq]
+			a.mu.Unlock()
+			if ok && e.Kind != agent.KindSessionStarted {
+				lats[i] = append(lats[i], at.Sub(e.Time))
+			}
 		}
 		if uint64(e.Seq) >= last.LastSeq {
 			break
 		}
 	}
-	if len(lats) == 0 {
-		return nil, fmt.Errorf("no event arrived")
+	if (viaAPI && len(lats[0]) == 0) || (viaDaemon && len(lats[1]) == 0) {
+		return none, fmt.Errorf("no event arrived")
 	}
 	return lats, nil
 }
