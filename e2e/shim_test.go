@@ -63,14 +63,26 @@ func startFakeBackend(t *testing.T) *fakeBackend {
 	return b
 }
 
-func shimJourney(t *testing.T, kind string) {
-	timed(t)
+// shimRig is a `tether shim` child process for one real agent against its
+// fake model API, launched as the backend launches it, with a client of
+// its HTTP API and its event stream.
+type shimRig struct {
+	c         *shimclient.Client
+	events    *shimclient.Stream
+	child     *shimclient.Child
+	backend   *fakeBackend
+	workspace string
+	requests  func() []fakehttp.Request
+}
+
+const shimAgentID = "agent-e2e"
+
+func startShimRig(t *testing.T, kind string) *shimRig {
 	clearAgentEnv(t)
 	var cli string
 	var env []string
 	var requests func() []fakehttp.Request
 	home := t.TempDir()
-	prompt := "USE_SHELL touch allowed.txt"
 	switch kind {
 	case "claude":
 		cli = testenv.RequireClaudeCLI(t)
@@ -80,7 +92,6 @@ func shimJourney(t *testing.T, kind string) {
 		}
 		t.Cleanup(func() { _ = fake.Close() })
 		env, requests = testenv.ClaudeEnv(home, fake.URL()), fake.Requests
-		prompt = bashPrompt("touch allowed.txt")
 	default:
 		cli = map[string]func(testing.TB) string{"codex": testenv.RequireCodexCLI, "opencode": testenv.RequireOpenCodeCLI}[kind](t)
 		fake, err := fakeopenai.Start(fakeopenai.Options{})
@@ -99,8 +110,7 @@ func shimJourney(t *testing.T, kind string) {
 		}
 	}
 	backend := startFakeBackend(t)
-	const agentID = "agent-e2e"
-	boot, _ := json.Marshal(shim.Bootstrap{BackendURL: backend.URL, AgentID: agentID, BackendToken: "tok",
+	boot, _ := json.Marshal(shim.Bootstrap{BackendURL: backend.URL, AgentID: shimAgentID, BackendToken: "tok",
 		TokenExpiresAt: "2030-01-01T00:00:00Z", ArtifactUploadEndpoint: backend.URL + "/api/artifacts"})
 	base, err := os.MkdirTemp("/var/tmp", "tether-e2e-shim-")
 	if err != nil {
@@ -110,15 +120,31 @@ func shimJourney(t *testing.T, kind string) {
 	workspace := filepath.Join(base, "workspaces", "project")
 	child := shimclient.Launch(t, env, string(boot), buildTether(t), "shim", "--agent", kind, "--cli", cli,
 		"--workspace", workspace, "--data-dir", filepath.Join(base, "data"))
-	c := &shimclient.Client{T: t, Base: "http://localhost:" + itoa(child.Port), AgentID: agentID}
-	events := c.Events("")
-	brief := map[string]any{"agentId": agentID, "role": "engineer", "description": prompt, "workstream": "core",
+	c := &shimclient.Client{T: t, Base: "http://localhost:" + itoa(child.Port), AgentID: shimAgentID}
+	return &shimRig{c: c, events: c.Events(""), child: child, backend: backend, workspace: workspace, requests: requests}
+}
+
+// shimBrief is an AgentBrief whose description is the prompt.
+func shimBrief(description string) map[string]any {
+	return map[string]any{"agentId": shimAgentID, "role": "engineer", "description": description, "workstream": "core",
 		"readableWorkstreams": []string{}, "constraints": []string{}, "controlMode": "orchestrator",
 		"escalationProtocol": map[string]any{"alwaysEscalate": []string{}, "escalateWhen": []string{}, "neverEscalate": []string{}},
 		"projectBrief":       map[string]any{"title": "E2E", "description": "a shim journey", "goals": []string{}, "checkpoints": []string{}},
 		"knowledgeSnapshot": map[string]any{"version": 1, "generatedAt": "2025-01-01T00:00:00Z", "workstreams": []any{}, "pendingDecisions": []any{},
 			"recentCoherenceIssues": []any{}, "artifactIndex": []any{}, "activeAgents": []any{}, "estimatedTokens": 0},
 		"allowedTools": []string{}}
+}
+
+func shimJourney(t *testing.T, kind string) {
+	timed(t)
+	prompt := "USE_SHELL touch allowed.txt"
+	if kind == "claude" {
+		prompt = bashPrompt("touch allowed.txt")
+	}
+	r := startShimRig(t, kind)
+	c, events, workspace, requests, backend, child := r.c, r.events, r.workspace, r.requests, r.backend, r.child
+	const agentID = shimAgentID
+	brief := shimBrief(prompt)
 	var handle shim.AgentHandle
 	c.Must(200, "POST", "/spawn", brief, &handle)
 	if handle.ID != agentID || handle.Status != "running" {
@@ -261,4 +287,39 @@ func types(evs []shimclient.Envelope) []string {
 		out = append(out, e.Type())
 	}
 	return out
+}
+
+// Claude Code's AskUserQuestion is an option decision of the shim: its
+// options as the backend shows them, an option that is not one refused
+// with 422, and the chosen one reaching the real CLI, whose answer (the
+// fake model echoes the tool's result) names it.
+func TestRealCLIClaudeShimQuestion(t *testing.T) {
+	timed(t)
+	r := startShimRig(t, "claude")
+	input := `{"questions":[{"question":"Which database should the service use?","header":"Database","multiSelect":false,` +
+		`"options":[{"label":"Postgres","description":"relational"},{"label":"SQLite","description":"embedded"}]}]}`
+	var handle shim.AgentHandle
+	r.c.Must(200, "POST", "/spawn", shimBrief("USE_TOOL AskUserQuestion "+input), &handle)
+	const long = 2 * time.Minute
+	seen := r.events.Until("decision/option", long)
+	d := seen[len(seen)-1]
+	opts, _ := d.Event["options"].([]any)
+	if d.Str("title") != "Which database should the service use?" || len(opts) != 2 {
+		t.Fatalf("decision %s", mustJSON(d.Event))
+	}
+	second, _ := opts[1].(map[string]any)
+	if second["label"] != "SQLite" {
+		t.Fatalf("options %s", mustJSON(opts))
+	}
+	r.c.Must(422, "POST", "/resolve", map[string]any{"decisionId": d.Str("decisionId"),
+		"resolution": map[string]any{"type": "option", "chosenOptionId": "nope", "actionKind": "update"}}, nil)
+	r.c.Must(200, "POST", "/resolve", map[string]any{"decisionId": d.Str("decisionId"),
+		"resolution": map[string]any{"type": "option", "chosenOptionId": second["id"], "actionKind": "update"}}, nil)
+	rest := r.events.Until("completion", long)
+	done := rest[len(rest)-1]
+	if done.Str("outcome") != "success" || !strings.Contains(done.Str("summary"), `"SQLite"`) {
+		t.Fatalf("completion %s", mustJSON(done.Event))
+	}
+	r.child.Stop(t)
+	r.events.Close()
 }
