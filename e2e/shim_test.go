@@ -289,17 +289,25 @@ func types(evs []shimclient.Envelope) []string {
 	return out
 }
 
-// Claude Code's AskUserQuestion is an option decision of the shim: its
-// options as the backend shows them, an option that is not one refused
-// with 422, and the chosen one reaching the real CLI, whose answer (the
-// fake model echoes the tool's result) names it.
-func TestRealCLIClaudeShimQuestion(t *testing.T) {
+// An agent's own question tool is an option decision of the shim (Claude
+// Code's AskUserQuestion, OpenCode's question): its options as the
+// backend shows them, an option that is not one refused with 422, and the
+// chosen one reaching the real CLI, whose answer (the fake model echoes
+// the tool's result) names it.
+func TestRealCLIClaudeShimQuestion(t *testing.T)   { shimQuestion(t, "claude") }
+func TestRealCLIOpenCodeShimQuestion(t *testing.T) { shimQuestion(t, "opencode") }
+
+func shimQuestion(t *testing.T, kind string) {
 	timed(t)
-	r := startShimRig(t, "claude")
-	input := `{"questions":[{"question":"Which database should the service use?","header":"Database","multiSelect":false,` +
+	r := startShimRig(t, kind)
+	tool, header := "AskUserQuestion", "multiSelect"
+	if kind == "opencode" {
+		tool, header = "question", "multiple"
+	}
+	input := `{"questions":[{"question":"Which database should the service use?","header":"Database","` + header + `":false,` +
 		`"options":[{"label":"Postgres","description":"relational"},{"label":"SQLite","description":"embedded"}]}]}`
 	var handle shim.AgentHandle
-	r.c.Must(200, "POST", "/spawn", shimBrief("USE_TOOL AskUserQuestion "+input), &handle)
+	r.c.Must(200, "POST", "/spawn", shimBrief("USE_TOOL "+tool+" "+input), &handle)
 	const long = 2 * time.Minute
 	seen := r.events.Until("decision/option", long)
 	d := seen[len(seen)-1]

@@ -10,12 +10,13 @@ import (
 	oc "github.com/tetherhq/tether/protocol/opencode"
 )
 
-// Resolve answers a pending permission request; the first answer wins. An
-// allow is "once" or "always" (ScopeOnce, ScopeAlways), a deny "reject"
-// with the reason told to the model.
+// Resolve answers a pending permission request or question; the first
+// answer wins. A permission's allow is "once" or "always" (ScopeOnce,
+// ScopeAlways), its deny "reject" with the reason told to the model. A
+// question's allow replies with the chosen options' labels, its deny
+// dismisses it.
 func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
-	reply, err := permissionReply(r)
-	if err != nil {
+	if _, err := permissionReply(r); err != nil { // a decision and scope OpenCode has, whatever is asked
 		return err
 	}
 	if r.Cause == "" {
@@ -32,16 +33,18 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 		s.mu.Unlock()
 		return &agent.AlreadyResolvedError{First: first}
 	}
+	send, err := s.answer(st, r)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	if r.At.IsZero() {
 		r.At = s.d.now()
 	}
 	st.first = &r // claimed: a second answer is refused from here on
 	s.mu.Unlock()
 
-	path, err := oc.PermissionReplyPath(r.ApprovalID)
-	if err == nil {
-		err = s.api.do(ctx, http.MethodPost, path, oc.PermissionReplyRequest{Reply: reply, Message: replyMessage(r)}, nil)
-	}
+	err = send(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -52,6 +55,45 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 	}
 	s.out.Add(s.mapper.resolved(r, nil)...)
 	return nil
+}
+
+// answer is the request that tells OpenCode the resolution: a permission
+// reply, or a question's reply (the chosen labels) or rejection. Call with
+// mu held; the request is sent without it.
+func (s *session) answer(st *approvalState, r agent.Resolution) (func(context.Context) error, error) {
+	if st.approval.Kind == agent.ApprovalQuestion {
+		if err := st.approval.CheckAnswers(r); err != nil {
+			return nil, err
+		}
+		if r.Decision == agent.Deny {
+			path, err := oc.QuestionRejectPath(r.ApprovalID)
+			return func(ctx context.Context) error {
+				if err != nil {
+					return err
+				}
+				return s.api.do(ctx, http.MethodPost, path, nil, nil)
+			}, nil
+		}
+		path, err := oc.QuestionReplyPath(r.ApprovalID)
+		body := questionReply(st, r.Answers)
+		return func(ctx context.Context) error {
+			if err != nil {
+				return err
+			}
+			return s.api.do(ctx, http.MethodPost, path, body, nil)
+		}, nil
+	}
+	reply, err := permissionReply(r)
+	if err != nil {
+		return nil, err
+	}
+	path, perr := oc.PermissionReplyPath(r.ApprovalID)
+	return func(ctx context.Context) error {
+		if perr != nil {
+			return perr
+		}
+		return s.api.do(ctx, http.MethodPost, path, oc.PermissionReplyRequest{Reply: reply, Message: replyMessage(r)}, nil)
+	}, nil
 }
 
 func permissionReply(r agent.Resolution) (oc.PermissionReply, error) {

@@ -72,6 +72,9 @@ type approvalState struct {
 	// is told; resolved says approval.resolved was reported.
 	first    *agent.Resolution
 	resolved bool
+	// questions is how many questions a question request holds (0 for a
+	// permission request).
+	questions int
 }
 
 func newMapper(session string, now func() time.Time) *mapper {
@@ -155,6 +158,12 @@ func (m *mapper) handle(ev *oc.Event) []agent.Event {
 		return m.permissionAsked(&p.PermissionRequest, raw)
 	case *oc.PermissionReplied:
 		return m.permissionReplied(p, raw)
+	case *oc.QuestionAsked:
+		return m.questionAsked(&p.QuestionRequest, raw)
+	case *oc.QuestionReplied:
+		return m.questionReplied(p, raw)
+	case *oc.QuestionRejected:
+		return m.questionRejected(p, raw)
 	}
 	return nil
 }

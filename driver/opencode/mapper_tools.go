@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/tetherhq/tether/agent"
 	oc "github.com/tetherhq/tether/protocol/opencode"
@@ -16,6 +17,8 @@ func toolItemType(tool string) agent.ItemType {
 		return agent.ItemFileChange
 	case "todowrite":
 		return agent.ItemPlan
+	case "question":
+		return agent.ItemQuestion
 	}
 	return agent.ItemToolCall
 }
@@ -29,6 +32,7 @@ type toolInput struct {
 		Content string `json:"content"`
 		Status  string `json:"status"`
 	} `json:"todos"`
+	Questions []oc.QuestionInfo `json:"questions"`
 }
 
 // toolMetadata is the fields of the tools' metadata that the items show:
@@ -72,6 +76,15 @@ func applyTool(item *agent.Item, p *oc.ToolPart) {
 		item.Changes = []agent.FileChange{}
 		if in.FilePath != "" {
 			item.Changes = append(item.Changes, agent.FileChange{Path: in.FilePath, Kind: kind, Diff: meta.Diff})
+		}
+	case agent.ItemQuestion:
+		item.Question = &agent.Question{}
+		if len(in.Questions) > 0 { // the first, as its approval asks it
+			q := in.Questions[0]
+			item.Question.Prompt, item.Question.MultiSelect = q.Question, q.Multiple
+			for i, o := range q.Options {
+				item.Question.Options = append(item.Question.Options, agent.Option{ID: strconv.Itoa(i), Label: o.Label})
+			}
 		}
 	case agent.ItemPlan:
 		item.Plan = []agent.PlanStep{}

@@ -669,3 +669,56 @@ func TestRealCLISandboxed(t *testing.T) {
 	r.rest()
 	waitNoProcs(t, "HOME="+home)
 }
+
+// The question tool: its question.asked is a question approval (the first
+// question, options numbered from 0), an answer that is no option is
+// refused with the question still open, and the chosen option reaches the
+// model as the tool's result; a dismissed question is declined.
+func TestRealCLIQuestion(t *testing.T) {
+	env := newRealEnv(t, nil)
+	r := env.start(t, agent.StartRequest{})
+	ask := `USE_TOOL question {"questions":[{"question":"Which database should the service use?","header":"Database",` +
+		`"options":[{"label":"Postgres","description":"relational"},{"label":"SQLite","description":"embedded"}]}]}`
+	r.prompt(ask)
+	req := r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if req.Kind != agent.ApprovalQuestion || req.Question == nil || req.Question.Prompt != "Which database should the service use?" ||
+		len(req.Question.Options) != 2 || req.Question.Options[1].Label != "SQLite" {
+		t.Fatalf("approval %+v", req)
+	}
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow, Answers: []string{"9"}}); !errors.Is(err, agent.ErrBadAnswer) {
+		t.Fatalf("an answer that is no option: %v", err)
+	}
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow, Answers: []string{"1"}}); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	end := r.turnEnd()
+	if end.Turn.Status != agent.TurnCompleted || !strings.Contains(end.Turn.Text, "SQLite") || strings.Contains(end.Turn.Text, "Postgres") {
+		t.Errorf("turn %+v error %+v", end.Turn, end.Error)
+	}
+	var q *agent.Item
+	for _, e := range r.seen {
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemQuestion {
+			q = e.Item
+		}
+	}
+	if q == nil || q.Question == nil || q.Question.Prompt != req.Question.Prompt || q.Status != agent.ItemDone {
+		t.Errorf("question item %+v", q)
+	}
+
+	mark := len(r.seen)
+	r.prompt(ask)
+	req = r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
+	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Deny}); err != nil {
+		t.Fatalf("dismiss: %v", err)
+	}
+	r.turnEnd()
+	var resolved *agent.Resolution
+	for _, e := range r.seen[mark:] {
+		if e.Kind == agent.KindApprovalResolved {
+			resolved = e.Resolution
+		}
+	}
+	if resolved == nil || resolved.Decision != agent.Deny {
+		t.Errorf("dismissed question resolved %+v", resolved)
+	}
+}

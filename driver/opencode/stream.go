@@ -127,7 +127,7 @@ func (s *session) mine(ev *oc.Event) bool {
 		if p.Info.ParentID == s.native || s.children[p.Info.ParentID] {
 			s.children[p.Info.ID] = true
 		}
-	case *oc.PermissionAsked, *oc.PermissionReplied:
+	case *oc.PermissionAsked, *oc.PermissionReplied, *oc.QuestionAsked, *oc.QuestionReplied, *oc.QuestionRejected:
 		return id == s.native || s.children[id]
 	}
 	return id == s.native

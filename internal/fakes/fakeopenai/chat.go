@@ -103,6 +103,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		c := chatShellCall(t.tools, rep.command)
 		cr.call, out = &c, len(c.args)
 	}
+	if rep.call != nil {
+		cr.call, out = rep.call, len(rep.call.args)
+	}
 	cr.usage = chatUsage{PromptTokens: tokens(len(body)), CompletionTokens: tokens(out)}
 	cr.usage.TotalTokens = cr.usage.PromptTokens + cr.usage.CompletionTokens
 	w.Header().Set("X-Request-Id", "req_fake_"+n)

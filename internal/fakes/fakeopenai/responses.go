@@ -137,6 +137,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		rr.call, rr.itemID, rr.callID = &c, "fc_fake_"+n, "call_fake_"+n
 		rr.outputTokens = tokens(len(c.args))
 	}
+	if rep.call != nil {
+		rr.call, rr.itemID, rr.callID = rep.call, "fc_fake_"+n, "call_fake_"+n
+		rr.outputTokens = tokens(len(rep.call.args))
+	}
 	if patch, ok := patchOf(t); ok {
 		rr.patch, rr.itemID, rr.callID = patch, "ctc_fake_"+n, "call_fake_"+n
 		rr.outputTokens = tokens(len(patch))

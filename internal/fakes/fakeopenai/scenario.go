@@ -17,6 +17,7 @@ import (
 // substrings; when several appear, the earliest one wins.
 const (
 	trigShell = "USE_SHELL"           // USE_SHELL [command]: a shell tool call
+	trigTool  = "USE_TOOL"            // USE_TOOL <name> <JSON arguments>: a call of that tool
 	trigSlow  = "SLOW"                // text streamed in Options.SlowChunks paced chunks
 	trigSay   = "SAY "                // SAY <text>: reply exactly <text>
 	trigError = fakehttp.ErrorTrigger // ERROR_<ddd>: that HTTP status, OpenAI error body
@@ -41,6 +42,8 @@ type reply struct {
 	delay time.Duration
 	// command, when set, is a shell command for the client's shell tool.
 	command string
+	// call, when set, is a call of a tool the client offers (USE_TOOL).
+	call *toolCall
 }
 
 // decide picks the reply for one request.
@@ -56,6 +59,12 @@ func decide(t turn, opts Options) reply {
 		return textReply("Hello! You said: " + clip(t.prompt, maxEcho))
 	}
 	switch kw {
+	case trigTool:
+		name, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		if name == "" || !json.Valid([]byte(args)) {
+			return textReply("fake: USE_TOOL takes a tool name and JSON arguments")
+		}
+		return reply{status: http.StatusOK, call: &toolCall{name: name, args: json.RawMessage(strings.TrimSpace(args))}}
 	case trigShell:
 		cmd := strings.TrimSpace(rest)
 		if cmd == "" {
@@ -175,5 +184,5 @@ func tokens(n int) int {
 
 // firstTrigger finds the earliest trigger in text and the rest of its line.
 func firstTrigger(text string) (kw, rest string, ok bool) {
-	return fakehttp.FirstTrigger(text, trigShell, trigSlow, trigSay, trigError)
+	return fakehttp.FirstTrigger(text, trigTool, trigShell, trigSlow, trigSay, trigError)
 }

@@ -94,3 +94,15 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 }
+
+// USE_TOOL calls the named tool with the JSON that follows; anything but
+// JSON gets a text reply that says so.
+func TestUseTool(t *testing.T) {
+	rep := decide(turn{prompt: `USE_TOOL question {"questions":[{"question":"Which?"}]}`}, Options{})
+	if rep.call == nil || rep.call.name != "question" || string(rep.call.args) != `{"questions":[{"question":"Which?"}]}` {
+		t.Fatalf("reply %+v", rep)
+	}
+	if rep := decide(turn{prompt: "USE_TOOL question {not json"}, Options{}); rep.call != nil || !strings.Contains(rep.text, "USE_TOOL") {
+		t.Fatalf("bad arguments: %+v", rep)
+	}
+}

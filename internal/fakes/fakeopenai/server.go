@@ -26,6 +26,9 @@
 //   - USE_SHELL [command]: a call of the client's shell tool running the
 //     command (DefaultShellCommand when none follows): exec_command {"cmd"}
 //     for Codex, bash {"command","description"} for OpenCode
+//   - USE_TOOL <name> <JSON arguments>: a call of the client's tool <name>
+//     (a function tool) with those arguments, the rest of the line:
+//     OpenCode's question tool, say
 //   - SLOW: text in Options.SlowChunks deltas, Options.SlowChunkDelay apart
 //   - ERROR_<4xx|5xx>: that status with an OpenAI error body
 //   - USE_PATCH <path> [text] (Responses only, and before the triggers

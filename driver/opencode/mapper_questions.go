@@ -1,0 +1,71 @@
+package opencode
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/tetherhq/tether/agent"
+	oc "github.com/tetherhq/tether/protocol/opencode"
+)
+
+// questionAsked maps the question tool's request onto a question
+// approval, once: its first question, the options numbered from 0. The
+// answer goes back as labels (see questionReply).
+func (m *mapper) questionAsked(r *oc.QuestionRequest, raw []byte) []agent.Event {
+	if _, seen := m.approvals[r.ID]; seen || len(r.Questions) == 0 {
+		return nil
+	}
+	events := m.startTurn()
+	first := r.Questions[0]
+	q := &agent.Question{Prompt: first.Question, MultiSelect: first.Multiple}
+	for i, o := range first.Options {
+		q.Options = append(q.Options, agent.Option{ID: strconv.Itoa(i), Label: o.Label})
+	}
+	a := agent.Approval{ID: r.ID, Kind: agent.ApprovalQuestion, SessionID: m.session, Agent: agentName, TurnID: m.turn,
+		Tool: "question", Title: first.Question, Question: q, Created: m.now()}
+	if r.Tool != nil {
+		a.ItemID = m.calls[r.Tool.CallID]
+	}
+	m.approvals[r.ID] = &approvalState{approval: a, questions: len(r.Questions)}
+	e := m.event(agent.KindApprovalRequested, raw)
+	e.Approval = &a
+	return append(events, e)
+}
+
+// questionReplied is the agent's word that a question was answered (by
+// this driver, already reported, or by another client); questionRejected
+// that it was dismissed.
+func (m *mapper) questionReplied(p *oc.QuestionReplied, raw []byte) []agent.Event {
+	r := agent.Resolution{ApprovalID: p.RequestID, Decision: agent.Allow, Cause: agent.CauseAgent, At: m.now()}
+	if st := m.approvals[p.RequestID]; st != nil && len(p.Answers) > 0 && st.approval.Question != nil {
+		for _, label := range p.Answers[0] {
+			if i := slices.IndexFunc(st.approval.Question.Options, func(o agent.Option) bool { return o.Label == label }); i >= 0 {
+				r.Answers = append(r.Answers, st.approval.Question.Options[i].ID)
+			}
+		}
+	}
+	return m.resolved(r, raw)
+}
+
+func (m *mapper) questionRejected(p *oc.QuestionRejected, raw []byte) []agent.Event {
+	return m.resolved(agent.Resolution{ApprovalID: p.RequestID, Decision: agent.Deny, Cause: agent.CauseAgent, At: m.now()}, raw)
+}
+
+// questionReply is what OpenCode takes for an allow of a question: the
+// chosen labels of the first question, nothing chosen for the others.
+func questionReply(st *approvalState, answers []string) oc.QuestionReplyRequest {
+	req := oc.QuestionReplyRequest{Answers: make([][]string, max(st.questions, 1))}
+	chosen := []string{}
+	for _, id := range answers {
+		for _, o := range st.approval.Question.Options {
+			if o.ID == id {
+				chosen = append(chosen, o.Label)
+			}
+		}
+	}
+	req.Answers[0] = chosen
+	for i := 1; i < len(req.Answers); i++ {
+		req.Answers[i] = []string{}
+	}
+	return req
+}
