@@ -252,9 +252,11 @@ func TestFeedRetention(t *testing.T) {
 	o := startOrchestrator(t, fakeorchestrator.Options{Store: true})
 	startDaemon(t, c, o, nil)
 	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool {
-		return len(v.SyncResponses()) == 1 && allArrived(v, info.ID, last.LastSeq)
+		return len(v.SyncResponses()) >= 1 && allArrived(v, info.ID, last.LastSeq)
 	}); err != nil {
-		t.Fatal(err)
+		o.Read(func(v fakeorchestrator.View) {
+			t.Fatalf("%v: %d connections, %d sync responses, %d events of the session", err, v.Connects(), len(v.SyncResponses()), len(eventsOf(v, info.ID)))
+		})
 	}
 	<-timeAfter(100)
 	o.Read(func(v fakeorchestrator.View) {

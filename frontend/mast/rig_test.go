@@ -3,6 +3,7 @@ package mast
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -144,7 +145,9 @@ func startDaemon(t *testing.T, c *core, orch *fakeorchestrator.Server, edit func
 	cfg := Config{Orchestrator: orch.URL(), DeviceKey: fakeorchestrator.DevKey,
 		KeyFile: filepath.Join(dir, "device-key.json"), Service: &Service{Sessions: c.m},
 		Heartbeat: time.Hour, HealthInterval: time.Hour, SyncGrace: 50 * time.Millisecond,
-		After: quickBackoff(nil), Jitter: func() float64 { return 0.5 }}
+		After: quickBackoff(nil), Jitter: func() float64 { return 0.5 },
+		// What the daemon logs is in the test's output, for a failure's why.
+		Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -292,3 +295,12 @@ func turnEnded(v fakeorchestrator.View, sessionID string, n int) bool {
 }
 
 func timeAfter(ms int) <-chan time.Time { return time.After(time.Duration(ms) * time.Millisecond) }
+
+// tWriter writes log lines to the test's log.
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

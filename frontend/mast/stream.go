@@ -2,9 +2,11 @@ package mast
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
+	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
 )
 
@@ -69,17 +71,19 @@ func (s *Service) sync(ctx context.Context, req Command) (resp SyncResponse, sin
 	if err != nil {
 		return SyncResponse{}, 0, err
 	}
-	if end > oldest {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		for fe, err := range s.Sessions.Feed(ctx, oldest) {
-			if err != nil {
-				return SyncResponse{}, 0, err
+	if end > oldest { // else there is nothing to fold, and a fold would wait for what comes
+		err = s.fold(ctx, func() { st = newFeedState() }, func(fe sessions.FeedEvent) error {
+			if fe.Pos > end {
+				return errFoldDone
 			}
 			st.apply(fe)
-			if fe.Pos >= end {
-				break
+			if fe.Pos == end {
+				return errFoldDone
 			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errFoldDone) {
+			return SyncResponse{}, 0, err
 		}
 	}
 	ids := slices.Clone(req.CachedSessionIDs)
@@ -116,18 +120,11 @@ func (s *Service) oldest() (uint64, error) {
 // silently, then live, until ctx ends or send fails. sent is told each
 // position once all its frames are written.
 func (s *Service) stream(ctx context.Context, from uint64, since int64, send func(EventFrame) error, sent func(uint64)) error {
-	st := newFeedState()
-	oldest, err := s.oldest()
-	if err != nil {
-		return err
-	}
-	for fe, err := range s.Sessions.Feed(ctx, oldest) {
-		if err != nil {
-			return err
-		}
+	var st *feedState
+	return s.fold(ctx, func() { st = newFeedState() }, func(fe sessions.FeedEvent) error {
 		events, stamps := st.apply(fe)
 		if fe.Pos <= from {
-			continue
+			return nil
 		}
 		for i, e := range events {
 			if stamps[i] <= since {
@@ -137,7 +134,40 @@ func (s *Service) stream(ctx context.Context, from uint64, since int64, send fun
 				return err
 			}
 		}
+		from = fe.Pos // a fold that starts over sends nothing twice
 		sent(fe.Pos)
+		return nil
+	})
+}
+
+// errFoldDone ends a fold that has read what it needs.
+var errFoldDone = errors.New("mast: fold done")
+
+// fold hands fn the feed from what the log's retention kept on, then live,
+// until ctx ends or fn fails. Retention may drop events ahead of a slow
+// reader meanwhile: then the fold starts over from what is kept, begin
+// telling it to start its state anew, rather than the stream failing and
+// the connection with it.
+func (s *Service) fold(ctx context.Context, begin func(), fn func(sessions.FeedEvent) error) error {
+	for {
+		oldest, err := s.oldest()
+		if err != nil {
+			return err
+		}
+		begin()
+		err = func() error {
+			for fe, err := range s.Sessions.Feed(ctx, oldest) {
+				if err != nil {
+					return err
+				}
+				if err := fn(fe); err != nil {
+					return err
+				}
+			}
+			return ctx.Err()
+		}()
+		if !errors.Is(err, eventlog.ErrTruncated) || ctx.Err() != nil {
+			return err
+		}
 	}
-	return ctx.Err()
 }
