@@ -12,7 +12,6 @@ import (
 
 	"github.com/tetherhq/tether/daemon"
 	"github.com/tetherhq/tether/internal/gcfloor"
-	"github.com/tetherhq/tether/server"
 )
 
 const daemonLong = `Daemon connects this machine's agents to a Mast orchestrator, so a phone can
@@ -46,12 +45,9 @@ func newDaemonCmd() *cobra.Command {
   MAST_ORCHESTRATOR_URL=ws://127.0.0.1:3000 TETHER_DEVICE_KEY=dk_… tether daemon --cli codex=/usr/local/bin/codex`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch sandbox {
-			case "on":
-				cfg.Agents.Sandbox = true
-			case "off":
-			default:
-				return fmt.Errorf("--sandbox must be on or off, not %q", sandbox)
+			var err error
+			if cfg.Agents.Sandbox, err = sandboxOn(sandbox); err != nil {
+				return err
 			}
 			// From the environment here, not as the flags' defaults: help
 			// would print a key.
@@ -65,13 +61,8 @@ func newDaemonCmd() *cobra.Command {
 				return errors.New("--orchestrator (or MAST_ORCHESTRATOR_URL) is required")
 			}
 			cfg.DataDir = data
-			cfg.Agents.CLIs = map[string]string{}
-			for _, v := range clis {
-				kind, path := server.ParseCLIFlag(v)
-				if _, dup := cfg.Agents.CLIs[kind]; dup {
-					return fmt.Errorf("--cli names %s twice", kind)
-				}
-				cfg.Agents.CLIs[kind] = path
+			if cfg.Agents.CLIs, err = cliFlags(clis); err != nil {
+				return err
 			}
 			cfg.PairingOutput = cmd.OutOrStdout()
 			logger, err := newLogger(os.Stderr, logFormat, logLevel)

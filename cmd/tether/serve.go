@@ -66,21 +66,13 @@ func newServeCmd() *cobra.Command {
   TETHER_AUTH_TOKEN=$(openssl rand -hex 24) tether serve --addr 0.0.0.0:7420 --data /var/lib/tether`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch sandbox {
-			case "on":
-				cfg.Sandbox = true
-			case "off":
-			default:
-				return fmt.Errorf("--sandbox must be on or off, not %q", sandbox)
+			var err error
+			if cfg.Sandbox, err = sandboxOn(sandbox); err != nil {
+				return err
 			}
 			cfg.DataDir = data
-			cfg.CLIs = map[string]string{}
-			for _, v := range clis {
-				kind, path := server.ParseCLIFlag(v)
-				if _, dup := cfg.CLIs[kind]; dup {
-					return fmt.Errorf("--cli names %s twice", kind)
-				}
-				cfg.CLIs[kind] = path
+			if cfg.CLIs, err = cliFlags(clis); err != nil {
+				return err
 			}
 			cfg.Auth = auth.LoadOptions{File: tokenFile, Getenv: os.Getenv}
 			logger, err := newLogger(os.Stderr, logFormat, logLevel)

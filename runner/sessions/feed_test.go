@@ -3,17 +3,15 @@ package sessions_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/mock"
-	"github.com/tetherhq/tether/runner/approvals"
+	"github.com/tetherhq/tether/internal/testkit/runnertest"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
-	"github.com/tetherhq/tether/runner/workspace"
 )
 
 // Sessions logging at once, more events than the feed keeps in memory: a
@@ -21,31 +19,7 @@ import (
 // log, then memory) and one starting near the end each see every position
 // once, in order, with the same events.
 func TestFeedFromMemoryAndLog(t *testing.T) {
-	dir := t.TempDir()
-	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"mock": mock.New(mock.Config{})},
-		Workspaces: ws, Log: log, Approvals: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = m.Shutdown(sctx)
-		_ = log.Close()
-		_ = store.Close()
-	})
+	m := runnertest.Manager(t, map[string]agent.Driver{"mock": mock.New(mock.Config{})}, eventlog.Options{})
 	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

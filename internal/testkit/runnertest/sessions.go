@@ -28,38 +28,49 @@ func MockClaude(scenario string) agent.Driver {
 		Env: map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: scenario, "PATH": os.Getenv("PATH")}}}
 }
 
-// SessionsAPI serves the sessions API on loopback over a sessions core
-// on t's temp directory with drivers, and returns its base URL; everything
-// ends with the test.
-func SessionsAPI(t testing.TB, drivers map[string]agent.Driver) string {
+// Manager is a sessions core on t's temp directory with drivers and the
+// event log's opts; it shuts down and closes with the test.
+func Manager(t testing.TB, drivers map[string]agent.Driver, opts eventlog.Options) *sessions.Manager {
 	t.Helper()
 	dir := t.TempDir()
 	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := eventlog.Open(filepath.Join(dir, "events.db"), eventlog.Options{})
+	log, err := eventlog.Open(filepath.Join(dir, "events.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), nil)
 	if err != nil {
+		_ = log.Close()
 		t.Fatal(err)
 	}
 	m, err := sessions.New(sessions.Config{Drivers: drivers, Workspaces: ws, Log: log, Approvals: store})
 	if err != nil {
+		_ = log.Close()
+		_ = store.Close()
 		t.Fatal(err)
 	}
-	// The X-Test-User header stands in for the token's name.
-	srv := httptest.NewServer(sessionsapi.Handler(sessionsapi.Config{Sessions: m,
-		By: func(r *http.Request) string { return r.Header.Get("X-Test-User") }}))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		_ = m.Shutdown(ctx)
-		srv.Close()
 		_ = log.Close()
 		_ = store.Close()
 	})
+	return m
+}
+
+// SessionsAPI serves the sessions API on loopback over a sessions core
+// on t's temp directory with drivers, and returns its base URL; everything
+// ends with the test.
+func SessionsAPI(t testing.TB, drivers map[string]agent.Driver) string {
+	t.Helper()
+	m := Manager(t, drivers, eventlog.Options{})
+	// The X-Test-User header stands in for the token's name.
+	srv := httptest.NewServer(sessionsapi.Handler(sessionsapi.Config{Sessions: m,
+		By: func(r *http.Request) string { return r.Header.Get("X-Test-User") }}))
+	t.Cleanup(srv.Close) // before the core's cleanup: cleanups run last first
 	return srv.URL
 }
