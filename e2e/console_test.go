@@ -99,7 +99,11 @@ func TestRealCLIConsole(t *testing.T) {
 	b.expect(`document.documentElement.scrollWidth <= 390`, "no horizontal scrolling at phone width")
 	b.run(chromedp.Evaluate[chromedp.Void](`document.querySelector("[data-approval]").scrollIntoView({block: "center"})`))
 	b.shot("5-phone-approval")
-	b.run(chromedp.Click(chromedp.CSS(`[data-approval] button:not(.deny)`)))
+	// The button itself in the middle of the screen, clear of the sticky
+	// composer, right before the click: the session list above may have
+	// been redrawn since.
+	b.run(chromedp.Evaluate[chromedp.Void](`document.querySelector("[data-approval] button:not(.deny)").scrollIntoView({block: "center"})`),
+		chromedp.Click(chromedp.CSS(`[data-approval] button:not(.deny)`)))
 	b.until(`itemStatus("command") === "completed" && count("[data-turn-end]") === 2`, "the approved command run")
 	b.run(chromedp.EmulateViewport(1280, 900))
 	b.expect(`text("[data-approval] .resolution").startsWith("Approved")`, "the approval shown approved")
