@@ -56,8 +56,15 @@ func TestBasicRun(t *testing.T) {
 		len(produced) != 1 || produced[0] != artifact.Str("artifactId") {
 		t.Errorf("completion %+v", done.Event)
 	}
+	// The server counts an event delivered once its write returns, a
+	// moment after this client may have read it.
 	var health shim.Health
-	h.Must(200, "GET", "/health", nil, &health)
+	for deadline := time.Now().Add(wait); ; time.Sleep(5 * time.Millisecond) {
+		h.Must(200, "GET", "/health", nil, &health)
+		if health.PendingEventBufferSize == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if health.Status != "healthy" || health.AgentStatus != "completed" || health.PendingEventBufferSize != 0 ||
 		!strings.HasSuffix(health.ResourceUsage.CollectedAt, "Z") {
 		t.Errorf("health %+v", health)
