@@ -71,13 +71,15 @@ func TestEventsWaitForTheFirstClient(t *testing.T) {
 	}
 	h.Must(200, "POST", "/spawn", brief("next"), nil)
 	first.Until("completion", wait)
-	for { // until the shim has seen the first client take it all
+	for deadline := time.Now().Add(wait); ; time.Sleep(5 * time.Millisecond) { // until the shim has seen the first client take it all
 		var health shim.Health
 		h.Must(200, "GET", "/health", nil, &health)
 		if health.PendingEventBufferSize == 0 {
 			break
 		}
-		time.Sleep(5 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events still undelivered", health.PendingEventBufferSize)
+		}
 	}
 	later := h.EventsLate("")
 	h.Must(200, "POST", "/kill", map[string]any{}, nil)
