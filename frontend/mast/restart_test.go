@@ -1,10 +1,13 @@
 package mast
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
@@ -213,7 +216,7 @@ func TestDaemonRestartPendingApproval(t *testing.T) {
 // still connects once and streams what is left, instead of failing on
 // the missing start and reconnecting forever.
 func TestFeedRetention(t *testing.T) {
-	c := openCore(t, t.TempDir(), nil, eventlog.Options{MaxEventsPerSession: 30})
+	c := openCore(t, t.TempDir(), nil, eventlog.Options{MaxEventsPerSession: 100})
 	ctx := ctxFor(t)
 	info, err := c.m.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "kept"})
 	if err != nil {
@@ -225,7 +228,9 @@ func TestFeedRetention(t *testing.T) {
 		}
 		<-timeAfter(1)
 	}
-	for range 3 {
+	// More events than retention keeps, in turns a reader of this turn's
+	// events keeps up with (a turn logs about 30).
+	for range 8 {
 		before, _ := c.m.Get(info.ID)
 		// The state turns idle a moment before turn.completed is logged:
 		// the last turn may still be ending.
@@ -237,12 +242,19 @@ func TestFeedRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for ctx.Err() == nil {
-			now, _ := c.m.Get(info.ID)
-			if now.State == sessions.StateIdle && now.LastSeq > before.LastSeq {
+		// This turn's end: the turn.completed of the turn started after
+		// the prompt (the last turn's may come first).
+		turn := ""
+		for e, err := range c.m.Events(ctx, info.ID, before.LastSeq) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Kind == agent.KindTurnStarted && turn == "" {
+				turn = e.TurnID
+			}
+			if e.Kind == agent.KindTurnCompleted && turn != "" && e.TurnID == turn {
 				break
 			}
-			<-timeAfter(2)
 		}
 	}
 	if first, err := c.m.FeedStart(); err != nil || first <= 1 {
@@ -254,9 +266,26 @@ func TestFeedRetention(t *testing.T) {
 	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool {
 		return len(v.SyncResponses()) >= 1 && allArrived(v, info.ID, last.LastSeq)
 	}); err != nil {
+		var arrived []string
 		o.Read(func(v fakeorchestrator.View) {
-			t.Fatalf("%v: %d connections, %d sync responses, %d events of the session", err, v.Connects(), len(v.SyncResponses()), len(eventsOf(v, info.ID)))
+			for _, ev := range eventsOf(v, info.ID) {
+				arrived = append(arrived, fmt.Sprint(ev["type"], "@", ev["data"].(map[string]any)["seq"]))
+			}
+			t.Errorf("%v: %d connections, %d sync responses, waiting for seq %d; arrived: %v", err, v.Connects(), len(v.SyncResponses()), last.LastSeq, arrived)
 		})
+		var logged []string
+		rctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		for e, err := range c.m.Events(rctx, info.ID, 0) {
+			if err != nil {
+				break
+			}
+			logged = append(logged, fmt.Sprint(e.Kind, "@", e.Seq))
+			if uint64(e.Seq) >= last.LastSeq {
+				break
+			}
+		}
+		t.Fatalf("the session's log up to it: %v", logged)
 	}
 	<-timeAfter(100)
 	o.Read(func(v fakeorchestrator.View) {
