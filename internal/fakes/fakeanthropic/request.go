@@ -1,8 +1,9 @@
 package fakeanthropic
 
 import (
-	"encoding/json"
 	"strings"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // messagesRequest is the part of a Messages API request body the fake reads.
@@ -29,20 +30,11 @@ type inputBlock struct {
 }
 
 func (c *content) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*c = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*c = content{{Type: "text", Text: s}}
-		return nil
-	}
-	var blocks []inputBlock
-	if err := json.Unmarshal(b, &blocks); err != nil {
+	parts, err := fakehttp.StringOrList(b, func(s string) inputBlock { return inputBlock{Type: "text", Text: s} })
+	if err != nil {
 		return err
 	}
-	*c = blocks
+	*c = parts
 	return nil
 }
 

@@ -3,6 +3,8 @@ package fakeopenai
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/tetherhq/tether/internal/fakes/fakehttp"
 )
 
 // content is a message's content or a tool's output: the APIs take either a
@@ -17,17 +19,8 @@ type contentPart struct {
 }
 
 func (c *content) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*c = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*c = content{{Type: "text", Text: s}}
-		return nil
-	}
-	var parts []contentPart
-	if err := json.Unmarshal(b, &parts); err != nil {
+	parts, err := fakehttp.StringOrList(b, func(s string) contentPart { return contentPart{Type: "text", Text: s} })
+	if err != nil {
 		return err
 	}
 	*c = parts
