@@ -17,17 +17,10 @@ import (
 // while it streams.
 func classifyTool(item *agent.Item, name string, input json.RawMessage) {
 	var in struct {
-		Command   string `json:"command"`
-		FilePath  string `json:"file_path"`
-		Notebook  string `json:"notebook_path"`
-		Todos     []struct{ Content, Status string }
-		Questions []struct {
-			Question    string `json:"question"`
-			MultiSelect bool   `json:"multiSelect"`
-			Options     []struct {
-				Label string `json:"label"`
-			} `json:"options"`
-		} `json:"questions"`
+		Command  string `json:"command"`
+		FilePath string `json:"file_path"`
+		Notebook string `json:"notebook_path"`
+		Todos    []struct{ Content, Status string }
 	}
 	_ = json.Unmarshal(input, &in) // a tool's input is the model's; what does not decode stays raw below
 	switch name {
@@ -45,14 +38,12 @@ func classifyTool(item *agent.Item, name string, input json.RawMessage) {
 		for _, t := range in.Todos {
 			item.Plan = append(item.Plan, agent.PlanStep{Text: t.Content, Status: t.Status})
 		}
-	case "AskUserQuestion":
-		item.Type, item.Question = agent.ItemQuestion, &agent.Question{}
-		if len(in.Questions) > 0 {
-			q := in.Questions[0]
-			item.Question.Prompt, item.Question.MultiSelect = q.Question, q.MultiSelect
-			for i, o := range q.Options {
-				item.Question.Options = append(item.Question.Options, agent.Option{ID: strconv.Itoa(i), Label: o.Label})
-			}
+	case askTool:
+		item.Type = agent.ItemQuestion
+		if q, ok := askQuestion(input); ok {
+			item.Question = q
+		} else {
+			item.Question = &agent.Question{} // still streaming, or no question in it
 		}
 	default:
 		item.Type, item.Tool = agent.ItemToolCall, &agent.ToolCall{Name: name, Input: input}

@@ -16,13 +16,9 @@ func (m *mapper) questionAsked(r *oc.QuestionRequest, raw []byte) []agent.Event 
 		return nil
 	}
 	events := m.startTurn()
-	first := r.Questions[0]
-	q := &agent.Question{Prompt: first.Question, MultiSelect: first.Multiple}
-	for i, o := range first.Options {
-		q.Options = append(q.Options, agent.Option{ID: strconv.Itoa(i), Label: o.Label})
-	}
+	q := questionOf(r.Questions[0])
 	a := agent.Approval{ID: r.ID, Kind: agent.ApprovalQuestion, SessionID: m.session, Agent: agentName, TurnID: m.turn,
-		Tool: "question", Title: first.Question, Question: q, Created: m.now()}
+		Tool: "question", Title: q.Prompt, Question: q, Created: m.now()}
 	if r.Tool != nil {
 		a.ItemID = m.calls[r.Tool.CallID]
 	}
@@ -30,6 +26,17 @@ func (m *mapper) questionAsked(r *oc.QuestionRequest, raw []byte) []agent.Event 
 	e := m.event(agent.KindApprovalRequested, raw)
 	e.Approval = &a
 	return append(events, e)
+}
+
+// questionOf is a question of the question tool as the canonical model
+// has it, the options numbered from 0: the same for its item and its
+// approval.
+func questionOf(info oc.QuestionInfo) *agent.Question {
+	q := &agent.Question{Prompt: info.Question, MultiSelect: info.Multiple}
+	for i, o := range info.Options {
+		q.Options = append(q.Options, agent.Option{ID: strconv.Itoa(i), Label: o.Label})
+	}
+	return q
 }
 
 // questionReplied is the agent's word that a question was answered (by

@@ -2,7 +2,6 @@ package opencode
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/tetherhq/tether/agent"
 	oc "github.com/tetherhq/tether/protocol/opencode"
@@ -80,11 +79,7 @@ func applyTool(item *agent.Item, p *oc.ToolPart) {
 	case agent.ItemQuestion:
 		item.Question = &agent.Question{}
 		if len(in.Questions) > 0 { // the first, as its approval asks it
-			q := in.Questions[0]
-			item.Question.Prompt, item.Question.MultiSelect = q.Question, q.Multiple
-			for i, o := range q.Options {
-				item.Question.Options = append(item.Question.Options, agent.Option{ID: strconv.Itoa(i), Label: o.Label})
-			}
+			item.Question = questionOf(in.Questions[0])
 		}
 	case agent.ItemPlan:
 		item.Plan = []agent.PlanStep{}
