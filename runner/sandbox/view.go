@@ -89,7 +89,7 @@ func etcEntry(path string) []string {
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(filepath.Dir(path), target)
 		}
-		if inSystemDirs(filepath.Clean(abs)) {
+		if InSystemDirs(filepath.Clean(abs)) {
 			return []string{"--symlink", target, path}
 		}
 		real, err := filepath.EvalSymlinks(path)
@@ -101,8 +101,10 @@ func etcEntry(path string) []string {
 	return []string{"--ro-bind", path, path}
 }
 
-// inSystemDirs reports whether path is inside one of systemDirs.
-func inSystemDirs(path string) bool {
+// InSystemDirs reports whether path (absolute, clean) is inside the
+// toolchain directories every sandbox shows: a program there needs no
+// Policy.ReadOnly of its own.
+func InSystemDirs(path string) bool {
 	for _, dir := range systemDirs {
 		if within(path, dir) {
 			return true
@@ -114,7 +116,7 @@ func inSystemDirs(path string) bool {
 // visibleInSystem reports whether path (absolute, clean) is seen inside
 // through the system view: the toolchain directories, or the /etc entries.
 func visibleInSystem(path string) bool {
-	if inSystemDirs(path) {
+	if InSystemDirs(path) {
 		return true
 	}
 	for _, name := range etcEntries {

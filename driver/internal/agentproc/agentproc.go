@@ -164,9 +164,6 @@ func CLIDirs(cli string, env []string) []string {
 	return dirs
 }
 
-// systemPrefixes are where the sandbox shows the host's programs anyway.
-var systemPrefixes = []string{"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/"}
-
 // interpreterDir is the installation of script's interpreter (the
 // directory above its bin/), or "" when script is no script or its
 // interpreter is a system one.
@@ -203,10 +200,8 @@ func interpreterDir(script string, env []string) string {
 	if err != nil {
 		return ""
 	}
-	for _, p := range systemPrefixes {
-		if strings.HasPrefix(real, p) {
-			return ""
-		}
+	if sandbox.InSystemDirs(real) {
+		return ""
 	}
 	dir := filepath.Dir(real)
 	if filepath.Base(dir) == "bin" {
