@@ -175,10 +175,10 @@ func (c *Client) initializeTimeout() time.Duration {
 	return d
 }
 
-// readLoop is the only reader of the connection. It answers control
-// traffic itself, decoding only those lines; every other line is queued
-// as it came and decoded by the receiving goroutine, so decoding runs in
-// parallel with reading instead of on its critical path.
+// readLoop is the only reader of the connection. It decodes each line as
+// it reads it, while the line is still in this core's cache (handing it
+// to the receiving goroutine to decode cost more than decoding it here),
+// answers control traffic itself, and queues the rest.
 func (c *Client) readLoop() {
 	defer close(c.readerDone)
 	for {
@@ -191,20 +191,17 @@ func (c *Client) readLoop() {
 			c.finish(err)
 			return
 		}
-		switch typ := classify(line); typ {
-		case cc.TypeControlRequest, cc.TypeControlResponse, cc.TypeControlCancelRequest:
-			msg, err := cc.ParseAs(typ, line)
-			if err != nil {
-				c.reportLineError(err)
-				continue
-			}
-			c.route(msg)
-		case cc.TypeKeepAlive, cc.TypeTranscriptMirror:
-		default:
-			c.noteResult(typ, line)
-			// After Close began nobody listens: drop, keep draining.
-			_ = c.queue.push(c.pushCtx, queued{line: line, typ: typ})
+		msg, err := decode(line)
+		if err != nil {
+			c.reportLineError(err)
+			continue
 		}
+		if msg == nil || c.readerOwned(msg) {
+			continue
+		}
+		c.noteResult(msg)
+		// After Close began nobody listens: drop, keep draining.
+		_ = c.queue.push(c.pushCtx, queued{msg: msg, size: len(line)})
 	}
 }
 
@@ -212,7 +209,7 @@ func (c *Client) readLoop() {
 // "" for a line that goes to the consumer, sparing the reader a scan of
 // most lines (Parse classifies those as it decodes). A line that starts
 // as a conversation message yet is something else (a second "type" key)
-// is found out by Parse and routed by the consumer (see readerOwned).
+// is found out by Parse and handled all the same (see readerOwned).
 func classify(line []byte) string {
 	if cc.ConversationType(line) != "" {
 		return ""
@@ -233,18 +230,11 @@ func (c *Client) route(msg Message) {
 	}
 }
 
-// noteResult remembers whether the last message line was a failed result:
-// the CLI exits 1 after one, which is then no error of its own.
-func (c *Client) noteResult(typ string, line []byte) {
-	failed := false
-	if typ == cc.TypeResult {
-		var r struct {
-			IsError bool `json:"is_error"`
-		}
-		_ = json.Unmarshal(line, &r)
-		failed = r.IsError
-	}
-	c.lastFailedResult.Store(failed)
+// noteResult remembers whether the last message was a failed result: the
+// CLI exits 1 after one, which is then no error of its own.
+func (c *Client) noteResult(msg Message) {
+	r, ok := msg.(*ResultMessage)
+	c.lastFailedResult.Store(ok && r.IsError)
 }
 
 func (c *Client) reportLineError(err error) {

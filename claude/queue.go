@@ -20,11 +20,11 @@ const (
 	queueMaxBytes = 4 << 20
 )
 
-// queued is a line still to decode (with its type, already peeked), or the
-// error that ends the stream.
+// queued is a decoded message with the size of its line (what the queue's
+// byte limit counts), or the error that ends the stream.
 type queued struct {
-	line []byte
-	typ  string
+	msg  Message
+	size int
 	err  error
 }
 
@@ -51,7 +51,7 @@ func signal(ch chan struct{}) {
 	}
 }
 
-func size(q queued) int { return len(q.line) }
+func size(q queued) int { return q.size }
 
 // push waits for room; an empty queue always takes one item, however big.
 func (q *messageQueue) push(ctx context.Context, it queued) error {

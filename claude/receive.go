@@ -12,17 +12,23 @@ import (
 // ErrConcurrentReceive is returned when two goroutines receive at once.
 var ErrConcurrentReceive = errors.New("claude: messages are already being received")
 
-// parseQueued decodes a line the reader classified, or left to Parse.
-func parseQueued(it queued) (Message, error) {
-	if it.typ == "" {
-		return cc.Parse(it.line)
+// decode parses a line, classifying it in full only when it could be one
+// the reader handles itself (see classify). It returns no message for a
+// keep-alive or a transcript mirror, which nobody reads.
+func decode(line []byte) (Message, error) {
+	switch typ := classify(line); typ {
+	case cc.TypeKeepAlive, cc.TypeTranscriptMirror:
+		return nil, nil
+	case "":
+		return cc.Parse(line)
+	default:
+		return cc.ParseAs(typ, line)
 	}
-	return cc.ParseAs(it.typ, it.line)
 }
 
-// readerOwned handles a message the reader handles when it can tell the
-// line's type from its start: one that began like a consumer's message
-// arrives here instead, and is answered (or dropped) all the same.
+// readerOwned handles a message that is the reader's own: control
+// traffic is answered or routed, keep-alives and transcript mirrors are
+// dropped. It says whether msg was one.
 func (c *Client) readerOwned(msg Message) bool {
 	switch m := msg.(type) {
 	case *cc.ControlRequest, *cc.ControlResponse, *cc.ControlCancelRequest:
@@ -98,14 +104,7 @@ func (c *Client) receive(ctx context.Context, untilResult bool) iter.Seq2[Messag
 				yield(nil, it.err)
 				return
 			}
-			msg, err := parseQueued(it)
-			if err != nil {
-				c.reportLineError(err)
-				continue
-			}
-			if c.readerOwned(msg) {
-				continue
-			}
+			msg := it.msg
 			c.observe(msg)
 			if !yield(msg, nil) {
 				return
