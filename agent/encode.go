@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/tetherhq/tether/internal/jsonscan"
 )
 
 // AppendJSON appends e's JSON encoding to dst: the same document as
@@ -88,68 +89,10 @@ func (e *Event) appendText(dst []byte) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// htmlSafe says encoding/json writes the ASCII byte c as it is: letters
-// (above '>') but the backslash first, as most bytes of text are.
-func htmlSafe(c byte) bool {
-	if c > '>' {
-		return c != '\\'
-	}
-	return c >= 0x20 && c != '"' && c != '<' && c != '>' && c != '&'
-}
-
 // textOnly says the item has no typed fields.
 func (it *Item) textOnly() bool {
 	return it.Tool == nil && it.Command == nil && it.Changes == nil && it.Plan == nil && it.Question == nil
 }
 
-// appendString writes s as encoding/json does: HTML-safe, invalid UTF-8
-// as U+FFFD, U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if htmlSafe(c) {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString writes s as json.Marshal does (HTML-safe).
+func appendString(b []byte, s string) []byte { return jsonscan.AppendString(b, s, true) }

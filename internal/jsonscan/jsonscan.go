@@ -1,6 +1,7 @@
 // Package jsonscan finds, eight bytes at a time, where the plain content
 // of a JSON string ends: the hot loop of the project's hand-written JSON
-// scanners (the Claude Code fast path, the runner's line check).
+// scanners (the Claude Code fast path, the runner's line check) and of its
+// JSON string writer (AppendString, for events and frames).
 package jsonscan
 
 import (
@@ -31,7 +32,7 @@ func run(b []byte, j int, high byte) int {
 	for ; j+8 <= len(b); j += 8 {
 		x := binary.LittleEndian.Uint64(b[j:])
 		if m := special(x, wide); m != 0 {
-			return j + bits.TrailingZeros64(m)/8
+			return j + firstFlagged(m)
 		}
 	}
 	for ; j < len(b); j++ {
@@ -52,3 +53,6 @@ func special(x, high uint64) uint64 {
 	qc, backslash := x^(0x02*ones), x^('\\'*ones)
 	return ((qc-0x21*ones)&^qc | (backslash-ones)&^backslash | x&high) & highs
 }
+
+// firstFlagged is the index of the lowest byte flagged in m.
+func firstFlagged(m uint64) int { return bits.TrailingZeros64(m) / 8 }
