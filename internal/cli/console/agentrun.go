@@ -25,7 +25,6 @@ type agentRun struct {
 	appr    *agentApprover
 	start   time.Time
 	lastRaw []byte // the raw payload printed last: events mapped from one line share it
-	buf     []byte // an event's JSON, reused
 }
 
 // turnOutcome is what the run learned of its turn.
@@ -162,13 +161,9 @@ func (r *agentRun) follow(ctx context.Context, sess agent.Session) turnOutcome {
 func (r *agentRun) show(ev agent.Event) {
 	switch {
 	case r.cfg.JSON:
-		b, err := ev.AppendJSON(r.buf[:0])
-		r.buf = b
-		if err != nil {
+		if err := r.scr.rawAppend(ev.AppendJSON); err != nil {
 			r.scr.note(r.st.red("✗ " + err.Error()))
-			return
 		}
-		r.scr.raw(b)
 	case r.cfg.Raw:
 		if len(ev.Raw) == 0 || bytes.Equal(ev.Raw, r.lastRaw) {
 			return

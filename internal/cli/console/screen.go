@@ -120,19 +120,35 @@ func (s *screen) endLine() { s.emit(piece{toOut: true, fresh: true}) }
 
 // raw writes one NDJSON line to out.
 func (s *screen) raw(b []byte) {
+	_ = s.rawAppend(func(dst []byte) ([]byte, error) { return append(dst, b...), nil })
+}
+
+// rawAppend writes the NDJSON line appendLine appends to a buffer. When
+// out is buffered the line is encoded straight into the buffer's free
+// space, so machine output is not copied once more on its way out. A line
+// appendLine fails to write is not written, and its error returned.
+func (s *screen) rawAppend(appendLine func([]byte) ([]byte, error)) error {
 	s.mu.Lock()
-	if !s.prompting && s.buffered != nil { // no copy, no concatenation
+	if !s.prompting && s.buffered != nil {
+		defer s.mu.Unlock()
+		b, err := appendLine(s.buffered.AvailableBuffer())
+		if err != nil {
+			return err
+		}
 		s.eraseLocked()
 		s.spin.waiting = false
-		_, _ = s.buffered.Write(b)
-		_ = s.buffered.WriteByte('\n')
+		_, _ = s.buffered.Write(append(b, '\n'))
 		s.midLine = false
 		s.scheduleFlushLocked()
-		s.mu.Unlock()
-		return
+		return nil
 	}
 	s.mu.Unlock()
+	b, err := appendLine(nil)
+	if err != nil {
+		return err
+	}
 	s.emit(piece{toOut: true, text: string(b) + "\n"})
+	return nil
 }
 
 // scheduleFlushLocked arranges for buffered output to be flushed soon.

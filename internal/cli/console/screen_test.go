@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,35 @@ func TestBufferedOutFlushes(t *testing.T) {
 	scr.raw([]byte(`{"n":4}`))
 	if got := out.String(); !strings.HasSuffix(got, "{\"n\":4}\n") {
 		t.Fatalf("after close, not straight through: %q", got)
+	}
+}
+
+// A line that fails to encode is not written, buffered or not, and the
+// lines around it are whole: nothing half-encoded reaches out.
+func TestRawAppendWritesNothingOnError(t *testing.T) {
+	for _, buffered := range []bool{true, false} {
+		out := &testenv.SyncBuffer{}
+		scr := newScreen(out, &strings.Builder{}, false, false)
+		if buffered {
+			scr.bufferOut()
+		}
+		ok := func(s string) func([]byte) ([]byte, error) {
+			return func(dst []byte) ([]byte, error) { return append(dst, s...), nil }
+		}
+		failing := func(dst []byte) ([]byte, error) { return append(dst, `{"half":`...), errors.New("cannot encode") }
+		if err := scr.rawAppend(ok(`{"n":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := scr.rawAppend(failing); err == nil {
+			t.Fatal("the encoder's error was not returned")
+		}
+		if err := scr.rawAppend(ok(`{"n":2}`)); err != nil {
+			t.Fatal(err)
+		}
+		scr.close()
+		if got := out.String(); got != "{\"n\":1}\n{\"n\":2}\n" {
+			t.Fatalf("buffered %v: %q", buffered, got)
+		}
 	}
 }
 
