@@ -66,19 +66,7 @@ func (e *Event) appendText(dst []byte) ([]byte, bool) {
 	b = append(b, `,"time":"`...)
 	b = append(e.Time.AppendFormat(b, time.RFC3339Nano), '"')
 	if it := e.Item; it != nil {
-		b = appendString(append(b, `,"item":{"id":`...), it.ID)
-		b = appendString(append(b, `,"type":`...), string(it.Type))
-		b = appendString(append(b, `,"status":`...), string(it.Status))
-		if it.MessageID != "" {
-			b = appendString(append(b, `,"message_id":`...), it.MessageID)
-		}
-		if it.ParentID != "" {
-			b = appendString(append(b, `,"parent_id":`...), it.ParentID)
-		}
-		if it.Text != "" {
-			b = appendString(append(b, `,"text":`...), it.Text)
-		}
-		b = append(b, '}')
+		b = it.appendText(append(b, `,"item":`...))
 	} else {
 		d := e.Delta
 		b = appendString(append(b, `,"delta":{"item_id":`...), d.ItemID)
@@ -87,6 +75,36 @@ func (e *Event) appendText(dst []byte) ([]byte, bool) {
 		b = append(b, '}')
 	}
 	return append(b, '}'), true
+}
+
+// AppendJSON appends it's JSON encoding to dst: json.Marshal's bytes. An
+// item with text only is written without reflection.
+func (it *Item) AppendJSON(dst []byte) ([]byte, error) {
+	if it.textOnly() {
+		return it.appendText(dst), nil
+	}
+	b, err := json.Marshal(it)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// appendText writes an item with text only (see textOnly).
+func (it *Item) appendText(b []byte) []byte {
+	b = appendString(append(b, `{"id":`...), it.ID)
+	b = appendString(append(b, `,"type":`...), string(it.Type))
+	b = appendString(append(b, `,"status":`...), string(it.Status))
+	if it.MessageID != "" {
+		b = appendString(append(b, `,"message_id":`...), it.MessageID)
+	}
+	if it.ParentID != "" {
+		b = appendString(append(b, `,"parent_id":`...), it.ParentID)
+	}
+	if it.Text != "" {
+		b = appendString(append(b, `,"text":`...), it.Text)
+	}
+	return append(b, '}')
 }
 
 // textOnly says the item has no typed fields.

@@ -109,7 +109,7 @@ func newDaemonCmd() *cobra.Command {
 		"how long a permission waits for the phone before it is denied (0: until its session ends)")
 	fl.StringVar(&logFormat, "log-format", "text", "log lines on stderr as `text` or json")
 	fl.StringVar(&logLevel, "log-level", "info", "least severe log lines kept: debug, info, warn or error")
-	fl.Int64Var(&heapFloor, "gc-heap-floor", 64<<20,
+	fl.Int64Var(&heapFloor, "gc-heap-floor", gcfloor.Default,
 		"heap `BYTES` below which the Go collector does not run (fewer collections while events stream; 0 or GOGC set: off)")
 	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long sessions may take to stop after SIGTERM")
 	return cmd

@@ -124,7 +124,7 @@ func newServeCmd() *cobra.Command {
 		"serve /metrics on its own listener at `ADDRESS`, without a token (default: on --addr, behind the hosts' tokens)")
 	fl.StringVar(&logFormat, "log-format", "text", "log lines on stderr as `text` or json")
 	fl.StringVar(&logLevel, "log-level", "info", "least severe log lines kept: debug, info, warn or error")
-	fl.Int64Var(&heapFloor, "gc-heap-floor", 64<<20,
+	fl.Int64Var(&heapFloor, "gc-heap-floor", gcfloor.Default,
 		"heap `BYTES` below which the Go collector does not run (fewer collections while relaying; 0 or GOGC set: off)")
 	return cmd
 }

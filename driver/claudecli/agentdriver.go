@@ -157,8 +157,8 @@ type canonicalSession struct {
 	mapper  *canonicalMapper
 	pending map[string]*pendingApproval
 	turn    bool
-	items   []*agent.Item // completed, as their events carry them (nobody changes an event's item)
-	past    []agent.Item  // a resumed conversation's, from the CLI's store
+	kept    history      // the completed items
+	past    []agent.Item // a resumed conversation's, from the CLI's store
 	ended   bool
 
 	out       *outbox.Outbox
@@ -205,7 +205,7 @@ func (s *canonicalSession) read() {
 func (s *canonicalSession) record(events []agent.Event) {
 	for _, e := range events {
 		if e.Kind == agent.KindItemCompleted {
-			s.items = append(s.items, e.Item)
+			s.kept.add(e.Item)
 		}
 	}
 }
@@ -277,13 +277,13 @@ func (s *canonicalSession) Interrupt(ctx context.Context) error {
 
 func (s *canonicalSession) Messages(context.Context) ([]agent.Item, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	items := make([]agent.Item, 0, len(s.past)+len(s.items))
-	items = append(items, s.past...)
-	for _, it := range s.items {
-		items = append(items, *it)
+	past, kept := s.past, s.kept.snapshot()
+	s.mu.Unlock()
+	items, err := kept.items() // decoded without holding up the reader
+	if err != nil {
+		return nil, err
 	}
-	return items, nil
+	return append(append(make([]agent.Item, 0, len(past)+len(items)), past...), items...), nil
 }
 
 func (s *canonicalSession) Diff(context.Context) ([]agent.FileChange, error) {

@@ -27,6 +27,11 @@ import (
 	"time"
 )
 
+// Default is the floor the commands keep unless told otherwise: small
+// beside an agent's own memory, large enough to cut a fast relay's
+// collections to about one a second.
+const Default = 64 << 20
+
 // MaxPercent bounds the GC percent a floor sets: the heap goal stays
 // within that many percent above the live heap, however small it is.
 const MaxPercent = 2000
