@@ -45,7 +45,7 @@ func (e Event) AppendJSON(dst []byte) ([]byte, error) {
 // other event, which encoding/json then writes.
 func (e *Event) appendText(dst []byte) ([]byte, bool) {
 	if e.Session != nil || e.Turn != nil || e.Approval != nil || e.Resolution != nil || e.Usage != nil || e.Error != nil ||
-		(e.Item == nil) == (e.Delta == nil) || (e.Item != nil && !e.Item.textOnly()) {
+		(e.Item == nil) == (e.Delta == nil) || (e.Item != nil && !e.Item.TextOnly()) {
 		return dst, false
 	}
 	if y := e.Time.Year(); y < 0 || y > 9999 {
@@ -77,20 +77,7 @@ func (e *Event) appendText(dst []byte) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// AppendJSON appends it's JSON encoding to dst: json.Marshal's bytes. An
-// item with text only is written without reflection.
-func (it *Item) AppendJSON(dst []byte) ([]byte, error) {
-	if it.textOnly() {
-		return it.appendText(dst), nil
-	}
-	b, err := json.Marshal(it)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, b...), nil
-}
-
-// appendText writes an item with text only (see textOnly).
+// appendText writes an item with text only (see TextOnly).
 func (it *Item) appendText(b []byte) []byte {
 	b = appendString(append(b, `{"id":`...), it.ID)
 	b = appendString(append(b, `,"type":`...), string(it.Type))
@@ -105,11 +92,6 @@ func (it *Item) appendText(b []byte) []byte {
 		b = appendString(append(b, `,"text":`...), it.Text)
 	}
 	return append(b, '}')
-}
-
-// textOnly says the item has no typed fields.
-func (it *Item) textOnly() bool {
-	return it.Tool == nil && it.Command == nil && it.Changes == nil && it.Plan == nil && it.Question == nil
 }
 
 // appendString writes s as json.Marshal does (HTML-safe).

@@ -129,3 +129,9 @@ type Delta struct {
 	Field  Field  `json:"field"`
 	Text   string `json:"text"`
 }
+
+// TextOnly says the item has no typed fields (tool, command, changes, plan,
+// question): its text and ids are all it holds.
+func (it *Item) TextOnly() bool {
+	return it.Tool == nil && it.Command == nil && it.Changes == nil && it.Plan == nil && it.Question == nil
+}

@@ -1,54 +1,77 @@
 package claudecli
 
 import (
-	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/tetherhq/tether/agent"
 )
 
-// historyChunk is the size of the blocks a history keeps its items in.
-const historyChunk = 256 << 10
+// historyBlock is the size of the blocks a history keeps its items in.
+const historyBlock = 256 << 10
 
-// history is a session's completed items, for Messages, kept as their
-// JSON lines in blocks without pointers. Kept as items, each would hold
-// the agent's whole line alive (an item's strings are views of the line
-// it came from, ids, usage and all), and the collector would walk every
-// one of them on each cycle for as long as the session lasts: for a fast
-// agent that cost more than the mapping did. As bytes the items take
-// about a third of the memory and the collector never looks inside.
+// history is a session's completed items, for Messages, kept as bytes in
+// pointer-free blocks. Kept as items, each would hold its agent's whole
+// line alive (an item's strings are views of the line it came from, ids,
+// usage and all), and the collector would walk every one of them on each
+// cycle for as long as the session lasts: for a fast agent that cost more
+// than mapping its output did. An item with text only (most of them) is
+// kept as its strings, length-prefixed, which costs a copy; any other as
+// its JSON.
 type history struct {
-	blocks  [][]byte // whole lines only; the last one fills up
+	blocks  [][]byte // whole records only; the last one fills up
 	n       int
 	scratch []byte
 	lost    error // the first item that could not be kept
 }
 
+// The kinds of record.
+const (
+	recordText = 't' // id, type, status, message id, parent id, text
+	recordJSON = 'j' // the item's JSON
+)
+
 // add keeps a copy of it. An item that cannot be encoded (its raw tool
 // input is not JSON) is not kept, and items then says so.
 func (h *history) add(it *agent.Item) {
-	line, err := it.AppendJSON(h.scratch[:0])
+	rec, err := appendRecord(h.scratch[:0], it)
 	if err != nil {
 		if h.lost == nil {
 			h.lost = fmt.Errorf("claudecli: item %s could not be kept: %w", it.ID, err)
 		}
 		return
 	}
-	// JSON has no raw newline, so the lines split where they were joined.
-	line = append(line, '\n')
-	h.scratch = line
+	h.scratch = rec
 	last := len(h.blocks) - 1
-	if last < 0 || cap(h.blocks[last])-len(h.blocks[last]) < len(line) {
-		h.blocks = append(h.blocks, make([]byte, 0, max(historyChunk, len(line))))
+	if last < 0 || cap(h.blocks[last])-len(h.blocks[last]) < len(rec) {
+		h.blocks = append(h.blocks, make([]byte, 0, max(historyBlock, len(rec))))
 		last++
 	}
-	h.blocks[last] = append(h.blocks[last], line...)
+	h.blocks[last] = append(h.blocks[last], rec...)
 	h.n++
-	if cap(h.scratch) > historyChunk {
+	if cap(h.scratch) > historyBlock {
 		h.scratch = nil // a huge item's buffer is not kept for the next
 	}
+}
+
+func appendRecord(b []byte, it *agent.Item) ([]byte, error) {
+	if it.TextOnly() {
+		b = append(b, recordText)
+		for _, s := range [...]string{it.ID, string(it.Type), string(it.Status), it.MessageID, it.ParentID, it.Text} {
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		}
+		return b, nil
+	}
+	j, err := json.Marshal(it)
+	if err != nil {
+		return b, err
+	}
+	b = binary.AppendUvarint(append(b, recordJSON), uint64(len(j)))
+	return append(b, j...), nil
 }
 
 // snapshot is what h holds now: blocks only grow past the lengths it
@@ -56,6 +79,9 @@ func (h *history) add(it *agent.Item) {
 func (h *history) snapshot() history {
 	return history{blocks: slices.Clone(h.blocks), n: h.n, lost: h.lost}
 }
+
+// errBadRecord is a history that does not read back: a bug, not input.
+var errBadRecord = errors.New("claudecli: a kept item does not read back")
 
 // items decodes what add kept, in order, and says whether an item was
 // lost (Messages then fails, and a runner reads its own log instead).
@@ -65,13 +91,44 @@ func (h *history) items() ([]agent.Item, error) {
 	}
 	out := make([]agent.Item, 0, h.n)
 	for _, block := range h.blocks {
-		for line := range bytes.Lines(block) {
+		for len(block) > 0 {
 			var it agent.Item
-			if err := json.Unmarshal(line, &it); err != nil {
-				return out, fmt.Errorf("claudecli: a kept item: %w", err)
+			var ok bool
+			if it, block, ok = readRecord(block); !ok {
+				return out, errBadRecord
 			}
 			out = append(out, it)
 		}
 	}
 	return out, nil
+}
+
+func readRecord(b []byte) (agent.Item, []byte, bool) {
+	kind, b := b[0], b[1:]
+	field := func() (string, bool) {
+		n, size := binary.Uvarint(b)
+		if size <= 0 || uint64(len(b)-size) < n {
+			return "", false
+		}
+		s := string(b[size : size+int(n)])
+		b = b[size+int(n):]
+		return s, true
+	}
+	var it agent.Item
+	switch kind {
+	case recordText:
+		var typ, status string
+		ok := true
+		for _, dst := range [...]*string{&it.ID, &typ, &status, &it.MessageID, &it.ParentID, &it.Text} {
+			var good bool
+			*dst, good = field()
+			ok = ok && good
+		}
+		it.Type, it.Status = agent.ItemType(typ), agent.ItemStatus(status)
+		return it, b, ok
+	case recordJSON:
+		j, ok := field()
+		return it, b, ok && json.Unmarshal([]byte(j), &it) == nil
+	}
+	return it, b, false
 }

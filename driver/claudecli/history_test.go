@@ -52,7 +52,7 @@ func marshal(t *testing.T, v any) string {
 // leaving a silent gap.
 func TestHistoryBlocksAndLoss(t *testing.T) {
 	var h history
-	big := strings.Repeat("x", 3*historyChunk)
+	big := strings.Repeat("x", 3*historyBlock)
 	for i := range 5000 {
 		text := "item"
 		if i%1000 == 0 {
