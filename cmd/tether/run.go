@@ -18,7 +18,6 @@ import (
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/driver/opencode"
 	"github.com/tetherhq/tether/internal/cli/console"
-	"github.com/tetherhq/tether/internal/gcfloor"
 )
 
 // runFlags are `tether run`'s flags.
@@ -31,7 +30,6 @@ type runFlags struct {
 	maxTurns                              int
 	continueLast, json, raw, mock         bool
 	verbose, askEveryTool                 bool
-	heapFloor                             int64
 }
 
 // agentDrivers are the agents --agent names besides claude, each an
@@ -170,8 +168,6 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.StringVar(&f.runner, "runner", "", "run on a runner at `URL` (ws://host:7420/sessions; for agents but claude, its http:// address works too) instead of locally")
 	fl.StringVar(&f.runnerToken, "runner-token", "", "bearer `TOKEN` for --runner (default: $TETHER_AUTH_TOKEN, then the token a runner on this machine generated)")
 	fl.StringVar(&f.workspace, "workspace", "default", "runner-side workspace `ID` for --runner")
-	fl.Int64Var(&f.heapFloor, "gc-heap-floor", gcfloor.Default,
-		"heap `BYTES` below which the Go collector does not run (fewer collections while a fast agent streams; 0 or GOGC set: off)")
 }
 
 // flagConflict is two flags that cannot go together, and why, in the words
@@ -220,7 +216,6 @@ func checkConflicts(cmd *cobra.Command) error {
 }
 
 func (f *runFlags) run(cmd *cobra.Command, args []string) error {
-	defer gcfloor.Start(uint64(max(f.heapFloor, 0))).Stop()
 	if f.agent != "claude" && f.runner != "" {
 		return f.runRemote(cmd, args)
 	}
