@@ -35,6 +35,7 @@ type record struct {
 	ByType        map[string]int `json:"by_type"`
 	WireBytes     *float64       `json:"wire_bytes"`
 	WallMS        *float64       `json:"wall_ms"`
+	ProcessWallMS *float64       `json:"process_wall_ms"`
 	MsgsPerS      *float64       `json:"msgs_per_s"`
 	MBPerS        *float64       `json:"mb_per_s"`
 	PeakRSSMB     *float64       `json:"peak_rss_mb"`
@@ -240,7 +241,9 @@ func (r *runner) exec(label, impl, note string, rep int, env []string, name stri
 	var stdout bytes.Buffer
 	stderr := &tail{n: 4 << 10}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	began := time.Now()
 	err := cmd.Run()
+	processWall := time.Since(began)
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -264,6 +267,9 @@ func (r *runner) exec(label, impl, note string, rep int, env []string, name stri
 		}
 	}
 	fields["label"], fields["impl"], fields["rep"], fields["exit_code"] = label, impl, rep, code
+	if _, ok := fields["process_wall_ms"]; !ok { // a consumer's own process, start to exit
+		fields["process_wall_ms"] = float64(processWall.Microseconds()) / 1000
+	}
 	if note != "" {
 		fields["note"] = note
 	}

@@ -56,7 +56,8 @@ func tetherRunMain(args []string) int {
 	out := map[string]any{
 		"label": *label, "impl": implTetherJSON, "go": runtime.Version(), "mode": *mode, "n": *n, "size": *size,
 		"ok": err == nil, "messages": msgs, "wall_ms": float64(wall.Microseconds()) / 1000,
-		"msgs_per_s": float64(msgs) / wall.Seconds(),
+		"process_wall_ms": float64(wall.Microseconds()) / 1000, // tether's, not this wrapper's
+		"msgs_per_s":      float64(msgs) / wall.Seconds(),
 	}
 	if ps := cmd.ProcessState; ps != nil {
 		out["cpu_user_ms"] = float64(ps.UserTime().Microseconds()) / 1000
