@@ -55,6 +55,12 @@ type Item struct {
 	Question *Question    `json:"question,omitempty"`
 }
 
+// TextOnly says the item has no typed fields (tool, command, changes, plan,
+// question): its text and ids are all it holds.
+func (it *Item) TextOnly() bool {
+	return it.Tool == nil && it.Command == nil && it.Changes == nil && it.Plan == nil && it.Question == nil
+}
+
 // ToolCall is a call of a tool other than a shell command.
 type ToolCall struct {
 	Name  string          `json:"name"`
@@ -128,10 +134,4 @@ type Delta struct {
 	ItemID string `json:"item_id"`
 	Field  Field  `json:"field"`
 	Text   string `json:"text"`
-}
-
-// TextOnly says the item has no typed fields (tool, command, changes, plan,
-// question): its text and ids are all it holds.
-func (it *Item) TextOnly() bool {
-	return it.Tool == nil && it.Command == nil && it.Changes == nil && it.Plan == nil && it.Question == nil
 }

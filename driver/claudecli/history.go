@@ -10,8 +10,12 @@ import (
 	"github.com/tetherhq/tether/agent"
 )
 
-// historyBlock is the size of the blocks a history keeps its items in.
-const historyBlock = 256 << 10
+// The blocks a history keeps its items in start small, so that a short
+// session holds little, and double up to historyBlock.
+const (
+	historyFirstBlock = 4 << 10
+	historyBlock      = 256 << 10
+)
 
 // history is a session's completed items, for Messages, kept as bytes in
 // pointer-free blocks. Kept as items, each would hold its agent's whole
@@ -47,7 +51,11 @@ func (h *history) add(it *agent.Item) {
 	h.scratch = rec
 	last := len(h.blocks) - 1
 	if last < 0 || cap(h.blocks[last])-len(h.blocks[last]) < len(rec) {
-		h.blocks = append(h.blocks, make([]byte, 0, max(historyBlock, len(rec))))
+		size := historyFirstBlock
+		if last >= 0 {
+			size = min(2*cap(h.blocks[last]), historyBlock)
+		}
+		h.blocks = append(h.blocks, make([]byte, 0, max(size, len(rec))))
 		last++
 	}
 	h.blocks[last] = append(h.blocks[last], rec...)

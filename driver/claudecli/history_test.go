@@ -55,17 +55,22 @@ func TestHistoryBlocksAndLoss(t *testing.T) {
 	big := strings.Repeat("x", 3*historyBlock)
 	for i := range 5000 {
 		text := "item"
-		if i%1000 == 0 {
+		if i%1000 == 500 {
 			text = big
 		}
 		h.add(&agent.Item{ID: string(rune('a' + i%26)), Type: agent.ItemMessage, Status: agent.ItemDone, Text: text})
 	}
 	got, err := h.items()
-	if err != nil || len(got) != 5000 || got[1000].Text != big || got[1001].Text != "item" || got[25].ID != "z" {
+	if err != nil || len(got) != 5000 || got[1500].Text != big || got[1501].Text != "item" || got[25].ID != "z" {
 		t.Fatalf("%d items, %v", len(got), err)
 	}
-	if len(h.blocks) < 2 {
-		t.Fatalf("%d blocks", len(h.blocks))
+	if len(h.blocks) < 2 || cap(h.blocks[0]) != historyFirstBlock {
+		t.Fatalf("%d blocks, the first of %d bytes", len(h.blocks), cap(h.blocks[0]))
+	}
+	for _, b := range h.blocks {
+		if cap(b) > historyBlock && cap(b) != len(b) {
+			t.Fatalf("a block of %d bytes holds more than its one huge item (%d bytes)", cap(b), len(b))
+		}
 	}
 	h.add(&agent.Item{ID: "bad", Type: agent.ItemToolCall, Status: agent.ItemDone,
 		Tool: &agent.ToolCall{Name: "Read", Input: json.RawMessage(`{"unterminated`)}})
