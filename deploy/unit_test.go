@@ -88,7 +88,7 @@ func TestUnitKeys(t *testing.T) {
 		"ProtectHome": "yes", "PrivateTmp": "yes", "PrivateDevices": "yes", "ProtectKernelTunables": "yes",
 		"ProtectKernelModules": "yes", "ProtectControlGroups": "yes", "RestrictSUIDSGID": "yes",
 		"LockPersonality": "yes", "SystemCallArchitectures": "native", "LoadCredential": "tokens:/etc/tether/tokens",
-		"KillSignal": "SIGTERM", "Restart": "on-failure",
+		"KillSignal": "SIGTERM", "Restart": "on-failure", "ExecReload": "/bin/kill -HUP $MAINPID",
 	}
 	for k, v := range want {
 		got, ok := u.get("Service", k)

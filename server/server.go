@@ -81,6 +81,12 @@ type Config struct {
 	// auth.LoadOrGenerate), and a listen address beyond loopback is
 	// refused: remote hosts need a token given to them on purpose.
 	Auth auth.LoadOptions
+	// ReloadTokens, when a value arrives on it, makes Run read the hosts'
+	// tokens again from where they came from at start (Auth, or the
+	// generated token's file, which is made anew if it was removed) and
+	// close every connection of a token no longer there. A reload that
+	// fails, or that would leave no token, keeps the tokens in force.
+	ReloadTokens <-chan struct{}
 	// RecordDir is where, with a generated token, Run records which file
 	// holds it, for hosts on this machine (auth.LocalToken); "" means
 	// auth.DefaultRecordDir().
@@ -140,6 +146,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if generated != nil {
 		defer announceGenerated(cfg, addr, generated, log)()
 	}
+	stopReloads := watchTokenReloads(base, cfg, tokens, generated != nil, log)
+	defer stopReloads()
 	h := routes(parts, tokens, cfg, log, &shuttingDown)
 	if auth.IsLoopback(addr) {
 		// Against DNS rebinding. Beyond loopback the runner cannot know

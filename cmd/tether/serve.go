@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,8 +49,40 @@ and friends; nothing travels in a frame). With the sandbox on, agents get a
 loopback proxy's address and a stand-in key instead, so no tool command can
 read the real one.
 
+SIGHUP: read the tokens again (the token file, or the generated token's file,
+made anew if removed); connections of a token no longer there close at once.
+
 SIGTERM or Ctrl-C: stop accepting, let turns finish up to --shutdown-timeout,
 stop the agents, keep every workspace and log consistent.`, auth.MinTokenLength, auth.GeneratedTokenFile)
+}
+
+// hangups delivers SIGHUP, the signal that reloads the hosts' tokens
+// (systemd's ExecReload sends it), until stop, which waits for its
+// goroutine to end.
+func hangups() (reload <-chan struct{}, stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP)
+	out, done := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-sigs:
+			case <-done:
+				return
+			}
+			select {
+			case out <- struct{}{}:
+			case <-done:
+				return
+			}
+		}
+	})
+	return out, func() {
+		signal.Stop(sigs)
+		close(done)
+		wg.Wait()
+	}
 }
 
 func newServeCmd() *cobra.Command {
@@ -83,6 +116,9 @@ func newServeCmd() *cobra.Command {
 			defer gcfloor.Start(uint64(max(heapFloor, 0))).Stop()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			var stopHangups func()
+			cfg.ReloadTokens, stopHangups = hangups()
+			defer stopHangups()
 			if err := server.Run(ctx, cfg); err != nil {
 				if errors.Is(err, server.ErrInvalidConfig) {
 					return err // the command line's fault: a usage error

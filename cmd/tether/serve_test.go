@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -154,6 +155,22 @@ func (p *serveProc) wait(within time.Duration) int {
 	case <-time.After(within):
 		p.t.Fatalf("tether serve still running after %v:\n%s", within, p.log())
 		return -1
+	}
+}
+
+// hangup sends SIGHUP and waits for one more logLine in the log.
+func (p *serveProc) hangup(ctx context.Context, logLine string) {
+	p.t.Helper()
+	before := strings.Count(p.log(), logLine)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		p.t.Fatal(err)
+	}
+	for strings.Count(p.log(), logLine) == before {
+		select {
+		case <-ctx.Done():
+			p.t.Fatalf("no %q after SIGHUP:\n%s", logLine, p.log())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 
@@ -361,8 +378,127 @@ func TestServeGeneratedTokenFoundByRun(t *testing.T) {
 	}
 }
 
+// Removing the generated token's file and sending SIGHUP rotates it: the
+// old token is refused, and tether run on this machine finds the new one.
+func TestServeSIGHUPRotatesGeneratedToken(t *testing.T) {
+	records, data := t.TempDir(), filepath.Join(t.TempDir(), "data")
+	p := startServe(t, cleanEnv("TETHER_AUTH_TOKEN=", "XDG_RUNTIME_DIR="+records), "--cli", mockCLI(t, "text", 0), "--data", data)
+	file := filepath.Join(data, "auth-token")
+	old, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	p.hangup(ctx, "host tokens reloaded")
+	fresh, err := os.ReadFile(file)
+	if err != nil || string(fresh) == string(old) {
+		t.Fatalf("no new token: %v", err)
+	}
+	url := "ws://" + p.addr + "/sessions"
+	h := http.Header{"Authorization": {"Bearer " + strings.TrimSpace(string(old))}}
+	if ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		if ws != nil {
+			ws.CloseNow()
+		}
+		t.Fatalf("the old generated token after the rotation: %v", err)
+	}
+	r := tether(t, t.TempDir(), "", append(cleanEnvOnly(), "XDG_RUNTIME_DIR="+records), "run", "--runner", url, "--approve=allow", "hi")
+	if r.code != 0 || !strings.Contains(r.stdout, "Hello") {
+		t.Fatalf("run with the rotated token: exit %d\n%s\n%s\nrunner:\n%s", r.code, r.stdout, r.stderr, p.log())
+	}
+}
+
 // cleanEnvOnly is for tether(), which adds its env to os.Environ(): it
 // blanks the token variables instead.
 func cleanEnvOnly() []string {
 	return []string{"TETHER_AUTH_TOKEN=", "SIDECAR_AUTH_TOKEN="}
+}
+
+// SIGHUP reloads the token file: a token taken out of it is refused from
+// then on and its open connection closes, saying why; a token added works
+// at once; a reload of a file with a bad token changes nothing.
+func TestServeSIGHUPRevokesTokens(t *testing.T) {
+	const (
+		tokA = "serve-test-token-aaaaaaaaaaaaaaaa"
+		tokB = "serve-test-token-bbbbbbbbbbbbbbbb"
+		tokC = "serve-test-token-cccccccccccccccc"
+	)
+	file := filepath.Join(t.TempDir(), "tokens")
+	write := func(lines ...string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(tokA, tokB)
+	p := startServe(t, cleanEnv("TETHER_AUTH_TOKEN="), "--cli", mockCLI(t, "text", 0), "--auth-token-file", file)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	dial := func(tok string) (*websocket.Conn, int) {
+		ws, resp, err := websocket.Dial(ctx, "ws://"+p.addr+"/sessions",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+		if err != nil {
+			if resp == nil {
+				t.Fatalf("dial: %v", err)
+			}
+			return nil, resp.StatusCode
+		}
+		return ws, http.StatusSwitchingProtocols
+	}
+
+	wsA, code := dial(tokA)
+	if code != http.StatusSwitchingProtocols {
+		t.Fatalf("token A before the reload: %d", code)
+	}
+	defer wsA.CloseNow()
+	wsSend(t, wsA, map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "hup"})
+	if f := wsNext(t, wsA); f["type"] != "ready" {
+		t.Fatalf("init: %v\n%s", f, p.log())
+	}
+
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+p.addr+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tokA)
+	req.Header.Set("Accept", "text/event-stream")
+	feed, err := http.DefaultClient.Do(req)
+	if err != nil || feed.StatusCode != http.StatusOK {
+		t.Fatalf("the runner's event stream with token A: %v %v", feed, err)
+	}
+	defer feed.Body.Close()
+
+	write(tokB, tokC)
+	p.hangup(ctx, "host tokens reloaded")
+	if _, err := io.Copy(io.Discard, feed.Body); ctx.Err() != nil {
+		t.Fatalf("token A's event stream is still open after its revocation: %v", err)
+	}
+	_, _, err = wsA.Read(ctx)
+	var closed websocket.CloseError
+	if !errors.As(err, &closed) || closed.Code != websocket.StatusPolicyViolation || !strings.Contains(closed.Reason, "revoked") {
+		t.Fatalf("token A's connection after its revocation: %v", err)
+	}
+	for tok, want := range map[string]int{tokA: http.StatusUnauthorized, tokB: http.StatusSwitchingProtocols, tokC: http.StatusSwitchingProtocols} {
+		ws, code := dial(tok)
+		if ws != nil {
+			ws.CloseNow()
+		}
+		if code != want {
+			t.Fatalf("token %.20s… after the reload: %d, want %d", tok, code, want)
+		}
+	}
+
+	write(tokC, "short")
+	p.hangup(ctx, "host tokens not reloaded")
+	if ws, code := dial(tokB); code != http.StatusSwitchingProtocols {
+		t.Fatalf("a failed reload dropped token B: %d", code)
+	} else {
+		ws.CloseNow()
+	}
+	for _, tok := range []string{tokA, tokB, tokC} {
+		if strings.Contains(p.log(), tok) {
+			t.Fatalf("a token shows in the log:\n%s", p.log())
+		}
+	}
 }

@@ -54,8 +54,10 @@ func (c *conn) run(ctx context.Context) {
 	// do, not as long as the request's context: a server that cancels its
 	// requests while stopping would otherwise cut the clean close that the
 	// session's end starts (a cancelled read drops the WebSocket at once).
+	request := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	defer context.AfterFunc(request, func() { c.closeForCause(request) })()
 	if resumed {
 		if err := c.sendReady(ctx, sess); err != nil {
 			return
@@ -252,4 +254,18 @@ func (c *conn) startPing(ctx context.Context) (stop func()) {
 		cancel()
 		running.Wait()
 	}
+}
+
+// closeForCause closes the connection when its request ended for a reason
+// of its own, not the plain cancellation of the runner stopping (which the
+// session's end answers with a clean close): the token it authenticated
+// with was revoked, say. The host is told why; its session stays, to be
+// resumed with a token that is good.
+func (c *conn) closeForCause(request context.Context) {
+	cause := context.Cause(request)
+	if cause == nil || errors.Is(cause, context.Canceled) {
+		return
+	}
+	c.log.Info("connection closed", "reason", cause)
+	_ = c.ws.Close(websocket.StatusPolicyViolation, cause.Error())
 }

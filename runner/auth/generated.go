@@ -48,11 +48,11 @@ func LoadOrGenerate(dir string) (*Generated, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	t := &Tokens{}
-	if err := t.add(tok, path); err != nil {
+	set := &tokenSet{}
+	if err := set.add(tok, path); err != nil {
 		return nil, err
 	}
-	return &Generated{Tokens: t, File: path, Created: created}, nil
+	return &Generated{Tokens: newTokens(set), File: path, Created: created}, nil
 }
 
 // readGenerated reads a generated token file, refusing one that is not

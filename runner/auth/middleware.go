@@ -14,19 +14,28 @@ type idKey struct{}
 // JSON error body; with t Empty, that is every request. The token's id is
 // in the request's context (see IDFromContext). log (nil: none) gets one
 // warning per refusal, with the remote address and why, never what the
-// request carried.
+// request carried. A request whose token Tokens.Replace drops while it runs
+// has its context ended with ErrTokenRevoked as the cause: streams and
+// WebSockets that follow their request's context close.
 func Middleware(t *Tokens, log *slog.Logger, next http.Handler) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := t.Check(r)
+		ctx, end := context.WithCancelCause(context.WithValue(r.Context(), idKey{}, id))
+		defer end(nil)
+		var done func()
+		if ok {
+			done, ok = t.admit(id, end)
+		}
 		if !ok {
 			msg := unauthorized(w, r)
 			log.Warn("connection refused", "status", http.StatusUnauthorized, "reason", msg, "remote", r.RemoteAddr, "path", r.URL.Path)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idKey{}, id)))
+		defer done()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

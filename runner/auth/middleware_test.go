@@ -2,12 +2,16 @@ package auth_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/runner/auth"
 )
@@ -140,4 +144,101 @@ func TestMiddlewareOverHTTP(t *testing.T) {
 		}
 	}
 	srv.Client().CloseIdleConnections()
+}
+
+// Replace rotates tokens while the runner serves: a dropped token is
+// refused from then on, a new one accepted, a kept one untouched; a stream
+// open on the dropped token ends with ErrTokenRevoked as its cause, and
+// one on the kept token goes on.
+func TestReplaceRevokesOpenRequests(t *testing.T) {
+	toks := mustLoad(t, auth.LoadOptions{Getenv: env(nil), Tokens: []string{tokA, tokB}})
+	type ended struct {
+		tok   string
+		cause error
+	}
+	entered, out := make(chan string, 2), make(chan ended, 2)
+	srv := httptest.NewServer(auth.Middleware(toks, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		entered <- r.Header.Get("Authorization")
+		<-r.Context().Done() // a stream: until the client or the token goes
+		out <- ended{r.Header.Get("Authorization"), context.Cause(r.Context())}
+	})))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	open := func(tok string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		return srv.Client().Do(req)
+	}
+	var streams []*http.Response
+	for _, tok := range []string{tokA, tokB} {
+		resp, err := open(tok)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("open with %.4s…: %v %v", tok, resp, err)
+		}
+		streams = append(streams, resp)
+		<-entered
+	}
+
+	revoked := toks.Replace(mustLoad(t, auth.LoadOptions{Getenv: env(nil), Tokens: []string{tokB, tokC}}))
+	if len(revoked) != 1 || toks.Len() != 2 {
+		t.Fatalf("revoked %v, %d tokens left", revoked, toks.Len())
+	}
+	select {
+	case e := <-out:
+		if e.tok != "Bearer "+tokA || !errors.Is(e.cause, auth.ErrTokenRevoked) {
+			t.Fatalf("ended: %.11s… with %v", e.tok, e.cause)
+		}
+	case <-ctx.Done():
+		t.Fatal("the revoked token's stream is still open")
+	}
+	if _, err := io.ReadAll(streams[0].Body); err != nil {
+		t.Fatalf("the revoked stream did not end cleanly: %v", err)
+	}
+	for tok, want := range map[string]int{tokA: 401, tokC: 200} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		shortCtx, stop := context.WithCancel(ctx)
+		resp, err := srv.Client().Do(req.WithContext(shortCtx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("token %.4s… after the rotation: %d, want %d", tok, resp.StatusCode, want)
+		}
+		if want == 200 {
+			<-entered
+		}
+		stop() // ends the new stream
+		resp.Body.Close()
+		if want == 200 {
+			<-out
+		}
+	}
+	select {
+	case e := <-out:
+		t.Fatalf("the kept token's stream ended: %+v", e)
+	default:
+	}
+	cancel() // the client goes: the kept stream ends too
+	if e := <-out; e.tok != "Bearer "+tokB || errors.Is(e.cause, auth.ErrTokenRevoked) {
+		t.Fatalf("kept stream ended with %v", e.cause)
+	}
+	for _, s := range streams {
+		s.Body.Close()
+	}
+	srv.Client().CloseIdleConnections()
+}
+
+// Replacing with nothing refuses everything and reports every token.
+func TestReplaceWithNothing(t *testing.T) {
+	toks := mustLoad(t, auth.LoadOptions{Getenv: env(nil), Tokens: []string{tokA, tokB}})
+	if revoked := toks.Replace(nil); len(revoked) != 2 || !toks.Empty() {
+		t.Fatalf("revoked %v, empty %v", revoked, toks.Empty())
+	}
+	if rec, _, reached := serve(t, toks, "Bearer "+tokA); reached || rec.Code != http.StatusUnauthorized {
+		t.Fatalf("code %d", rec.Code)
+	}
 }

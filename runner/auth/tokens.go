@@ -3,13 +3,17 @@ package auth
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Environment variables that hold tokens. Each may hold several tokens
@@ -37,11 +41,25 @@ type LoadOptions struct {
 }
 
 // Tokens is the set of accepted tokens, kept only as SHA-256 digests. The
-// zero value and nil accept nothing and are Empty. Safe for concurrent use.
+// zero value and nil accept nothing and are Empty. Safe for concurrent use:
+// Replace swaps the set while requests are checked against it, and ends
+// the requests of every token it drops (see Middleware).
 type Tokens struct {
+	set atomic.Pointer[tokenSet]
+
+	mu   sync.Mutex
+	live map[string]map[*liveRequest]struct{} // requests in flight, by token id
+}
+
+// tokenSet is one loaded set of tokens; never changed once published.
+type tokenSet struct {
 	digests [][sha256.Size]byte
 	ids     []string
 }
+
+// liveRequest is a request Middleware let through, ended with
+// ErrTokenRevoked if its token is dropped while it runs.
+type liveRequest struct{ end context.CancelCauseFunc }
 
 // Load collects tokens from the environment, the file and opts.Tokens.
 // Finding none is not an error: see Empty and RequireForAddr.
@@ -50,16 +68,16 @@ func Load(opts LoadOptions) (*Tokens, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	t := &Tokens{}
+	set := &tokenSet{}
 	for _, name := range []string{EnvToken, EnvSidecarToken} {
 		for i, tok := range strings.Split(getenv(name), ",") {
-			if err := t.add(strings.TrimSpace(tok), fmt.Sprintf("%s #%d", name, i+1)); err != nil {
+			if err := set.add(strings.TrimSpace(tok), fmt.Sprintf("%s #%d", name, i+1)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if opts.File != "" {
-		if err := t.addFile(opts.File); err != nil {
+		if err := set.addFile(opts.File); err != nil {
 			return nil, err
 		}
 	}
@@ -67,14 +85,20 @@ func Load(opts LoadOptions) (*Tokens, error) {
 		if tok == "" {
 			return nil, &TokenError{Source: fmt.Sprintf("LoadOptions.Tokens[%d]", i), Reason: "empty"}
 		}
-		if err := t.add(tok, fmt.Sprintf("LoadOptions.Tokens[%d]", i)); err != nil {
+		if err := set.add(tok, fmt.Sprintf("LoadOptions.Tokens[%d]", i)); err != nil {
 			return nil, err
 		}
 	}
-	return t, nil
+	return newTokens(set), nil
 }
 
-func (t *Tokens) addFile(path string) error {
+func newTokens(set *tokenSet) *Tokens {
+	t := &Tokens{}
+	t.set.Store(set)
+	return t
+}
+
+func (t *tokenSet) addFile(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("auth: token file: %w", err)
@@ -95,7 +119,7 @@ func (t *Tokens) addFile(path string) error {
 
 // add validates and stores one token; an empty one (between commas, an
 // unset variable) is skipped.
-func (t *Tokens) add(tok, source string) error {
+func (t *tokenSet) add(tok, source string) error {
 	if tok == "" {
 		return nil
 	}
@@ -126,23 +150,86 @@ func tokenID(tok string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
+// current is the set in force; nil for a nil or zero Tokens.
+func (t *Tokens) current() *tokenSet {
+	if t == nil {
+		return nil
+	}
+	return t.set.Load()
+}
+
 // Empty reports whether no token is configured.
-func (t *Tokens) Empty() bool { return t == nil || len(t.digests) == 0 }
+func (t *Tokens) Empty() bool { return t.Len() == 0 }
 
 // Len is the number of distinct tokens.
 func (t *Tokens) Len() int {
-	if t == nil {
-		return 0
+	if set := t.current(); set != nil {
+		return len(set.digests)
 	}
-	return len(t.digests)
+	return 0
 }
 
 // IDs are the fingerprints of the configured tokens, in load order.
 func (t *Tokens) IDs() []string {
-	if t == nil {
-		return nil
+	if set := t.current(); set != nil {
+		return slices.Clone(set.ids)
 	}
-	return append([]string(nil), t.ids...)
+	return nil
+}
+
+// Replace makes with's tokens the ones t accepts (with itself is left as
+// it was) and ends, with ErrTokenRevoked, every request Middleware let
+// through on a token that is no longer among them: an operator rotating
+// or revoking a token does not have to restart the runner, and a revoked
+// token's open streams and WebSockets close at once. It returns the ids
+// of the tokens dropped.
+func (t *Tokens) Replace(with *Tokens) (revoked []string) {
+	next := with.current()
+	if next == nil {
+		next = &tokenSet{}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range t.IDs() {
+		if !slices.Contains(next.ids, id) {
+			revoked = append(revoked, id)
+		}
+	}
+	t.set.Store(next)
+	for _, id := range revoked {
+		for req := range t.live[id] {
+			req.end(ErrTokenRevoked)
+		}
+		delete(t.live, id)
+	}
+	return revoked
+}
+
+// admit records a request let through on token id until done, so that
+// Replace can end it. ok is false if id was dropped meanwhile (between the
+// check and now): the request must be refused.
+func (t *Tokens) admit(id string, end context.CancelCauseFunc) (done func(), ok bool) {
+	req := &liveRequest{end: end}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if set := t.current(); set == nil || !slices.Contains(set.ids, id) {
+		return nil, false
+	}
+	if t.live == nil {
+		t.live = map[string]map[*liveRequest]struct{}{}
+	}
+	if t.live[id] == nil {
+		t.live[id] = map[*liveRequest]struct{}{}
+	}
+	t.live[id][req] = struct{}{}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.live[id], req)
+		if len(t.live[id]) == 0 {
+			delete(t.live, id)
+		}
+	}, true
 }
 
 // Check reads "Authorization: Bearer <token>" and reports which token it
@@ -151,7 +238,8 @@ func (t *Tokens) IDs() []string {
 // length shows in the timing. A request with several Authorization headers
 // is refused.
 func (t *Tokens) Check(r *http.Request) (id string, ok bool) {
-	if t.Empty() {
+	set := t.current()
+	if set == nil || len(set.digests) == 0 {
 		return "", false
 	}
 	tok, ok := bearer(r.Header)
@@ -160,14 +248,14 @@ func (t *Tokens) Check(r *http.Request) (id string, ok bool) {
 	}
 	d := sha256.Sum256([]byte(tok))
 	match := -1
-	for i := range t.digests {
-		eq := subtle.ConstantTimeCompare(d[:], t.digests[i][:])
+	for i := range set.digests {
+		eq := subtle.ConstantTimeCompare(d[:], set.digests[i][:])
 		match = subtle.ConstantTimeSelect(eq, i, match)
 	}
 	if match < 0 {
 		return "", false
 	}
-	return t.ids[match], true
+	return set.ids[match], true
 }
 
 // bearer extracts the token of a single "Bearer" Authorization header; the
