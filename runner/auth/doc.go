@@ -1,6 +1,7 @@
 // Package auth owns how the runner authenticates hosts: which bearer tokens
 // it accepts (from the environment and a file, several at once so they can
-// be rotated), the constant-time check of a request's Authorization header,
+// be rotated, and replaced while the runner serves, which ends every
+// request of a token dropped), the constant-time check of a request's Authorization header,
 // the rule that a runner listening beyond loopback must have a token, the
 // token a runner generates when none is configured (kept in its data
 // directory) and how a host on the same machine finds it, the Host check
