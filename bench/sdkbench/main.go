@@ -7,6 +7,7 @@
 //	go run ./bench/sdkbench -reps 1 -robust=false
 //	go run ./bench/sdkbench -big               # also the 200 MB line probes
 //	go run ./bench/sdkbench consume -n 100000 -size 100 -cpuprofile cpu.prof
+//	go run ./bench/sdkbench cpu -tether /tmp/tether   # CPU per message, the fake taken out
 //
 // The parent copies the harness to <module>/.cache/peer-sdk (npm-installing
 // the pinned SDK there the first time) and runs every measurement as its own
@@ -27,6 +28,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "tetherrun" {
 		os.Exit(tetherRunMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "cpu" {
+		os.Exit(cpuMain(os.Args[2:]))
 	}
 	os.Exit(runMain(os.Args[1:]))
 }
