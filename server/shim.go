@@ -13,12 +13,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/frontend/shim"
+	"github.com/tetherhq/tether/internal/usage"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
@@ -99,7 +101,7 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	}
 	defer core.close()
 	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
-		Bootstrap: boot, Logger: log}
+		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir, time.Now()).report}
 	if cfg.Agent == "mock" {
 		shimCfg.ResumeOptions = mockResumeOptions
 	}
@@ -250,4 +252,52 @@ func shimDriver(cfg ShimConfig, log *slog.Logger, proxies *keyProxies) (agent.Dr
 		return optionalDriver(cfg.Agent, path, Config{CLIs: map[string]string{cfg.Agent: path}}, proxies, log)
 	}
 	return nil, &ConfigError{Field: "Agent", Reason: fmt.Sprintf("no agent %q (claude, codex, opencode or mock)", cfg.Agent)}
+}
+
+// shimDiskEvery is how often /health walks the workspace again for its
+// size; between walks it reports the last one.
+const shimDiskEvery = 10 * time.Second
+
+// shimUsage measures for the shim's /health: the CPU and memory of this
+// process's tree (the shim and the agent it runs, with their commands),
+// and the disk its workspace takes.
+type shimUsage struct {
+	tree      *usage.Tree
+	workspace string
+
+	mu       sync.Mutex
+	disk     int64
+	diskWhen time.Time
+}
+
+func newShimUsage(workspace string, started time.Time) *shimUsage {
+	return &shimUsage{tree: usage.NewTree(os.Getpid(), started, nil), workspace: workspace}
+}
+
+func (u *shimUsage) report(ctx context.Context) (shim.ResourceUsage, error) {
+	s, err := u.tree.Sample()
+	if err != nil {
+		return shim.ResourceUsage{}, err
+	}
+	disk, err := u.diskBytes(ctx)
+	if err != nil {
+		return shim.ResourceUsage{}, err
+	}
+	return shim.ResourceUsage{CPUPercent: s.CPUPercent, MemoryMb: float64(s.RSSBytes) / (1 << 20),
+		DiskMb: float64(disk) / (1 << 20)}, nil
+}
+
+// diskBytes walks the workspace at most every shimDiskEvery.
+func (u *shimUsage) diskBytes(ctx context.Context) (int64, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.diskWhen.IsZero() && time.Since(u.diskWhen) < shimDiskEvery {
+		return u.disk, nil
+	}
+	n, err := usage.DirBytes(ctx, u.workspace)
+	if err != nil {
+		return 0, err
+	}
+	u.disk, u.diskWhen = n, time.Now()
+	return n, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -71,5 +72,36 @@ func TestShimMockLaunched(t *testing.T) {
 	again := events2.Until("completion", 30*time.Second)
 	if s := again[len(again)-1].Str("summary"); !strings.Contains(s, "Mock reply to turn 2") {
 		t.Errorf("resumed in another process: %q", s)
+	}
+}
+
+// /health measures: the memory of the shim's process tree and the disk its
+// workspace takes (a 2 MiB file in it shows).
+func TestShimHealthMeasures(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 2<<20)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "data.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	child := shimclient.Launch(t, nil, "", tetherPath(), "shim", "--mock", "--workspace", ws)
+	c := &shimclient.Client{T: t, Base: "http://localhost:" + strconv.Itoa(child.Port), AgentID: "a1"}
+	var health struct {
+		ResourceUsage struct {
+			CPUPercent float64 `json:"cpuPercent"`
+			MemoryMb   float64 `json:"memoryMb"`
+			DiskMb     float64 `json:"diskMb"`
+		} `json:"resourceUsage"`
+	}
+	c.Must(200, "GET", "/health", nil, &health)
+	child.Stop(t)
+	u := health.ResourceUsage
+	if u.MemoryMb < 5 || u.DiskMb < 2 || u.DiskMb > 3 || u.CPUPercent < 0 || u.CPUPercent > 400 {
+		t.Fatalf("resource usage %+v", u)
 	}
 }

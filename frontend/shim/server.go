@@ -39,9 +39,13 @@ type Config struct {
 	// StopTimeout bounds a graceful kill or pause (5 s when zero, as the
 	// reference's SIGTERM grace); a kill's graceTimeoutMs overrides it.
 	StopTimeout time.Duration
-	Now         func() time.Time
-	NewID       func() string
-	Logger      *slog.Logger
+	// Usage, when set, reports what the agent uses for /health's
+	// resourceUsage (its process tree and its workspace's disk); without
+	// it, or when it fails, the shim's own memory is all /health tells.
+	Usage  func(ctx context.Context) (ResourceUsage, error)
+	Now    func() time.Time
+	NewID  func() string
+	Logger *slog.Logger
 }
 
 // Server is the shim of one agent. Its handler serves the HTTP endpoints
@@ -140,17 +144,30 @@ func (s *Server) current() *run {
 	return s.run
 }
 
-func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	status := StatusDone
 	if r := s.current(); r != nil {
 		status = r.getStatus()
 	}
+	now := s.cfg.Now()
+	use := s.usage(r.Context())
+	use.CollectedAt = utc(now)
+	writeJSON(w, http.StatusOK, Health{Status: "healthy", AgentStatus: status, UptimeMs: now.Sub(s.started).Milliseconds(),
+		ResourceUsage: use, PendingEventBufferSize: s.hub.undelivered()})
+}
+
+// usage is Config.Usage's report, or the shim's own memory without one.
+func (s *Server) usage(ctx context.Context) ResourceUsage {
+	if s.cfg.Usage != nil {
+		use, err := s.cfg.Usage(ctx)
+		if err == nil {
+			return use
+		}
+		s.log.Warn("resource usage not measured", "err", err)
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	now := s.cfg.Now()
-	writeJSON(w, http.StatusOK, Health{Status: "healthy", AgentStatus: status, UptimeMs: now.Sub(s.started).Milliseconds(),
-		ResourceUsage:          ResourceUsage{MemoryMb: float64(ms.Sys) / (1 << 20), CollectedAt: utc(now)},
-		PendingEventBufferSize: s.hub.undelivered()})
+	return ResourceUsage{MemoryMb: float64(ms.Sys) / (1 << 20)}
 }
 
 // readBody reads a JSON body into v: 413 past MaxBody, 422 when it is

@@ -1,9 +1,12 @@
 package shim_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,5 +256,29 @@ func TestAlwaysApprove(t *testing.T) {
 	next := events.Until("completion", wait)
 	if slices.ContainsFunc(next, func(e shimclient.Envelope) bool { return e.Type() == "decision/tool_approval" }) {
 		t.Errorf("asked again after alwaysApprove: %v", types(next))
+	}
+}
+
+// /health reports what Config.Usage measures, stamped with its time; when
+// Usage fails it falls back to the shim's own memory instead of failing.
+func TestHealthReportsUsage(t *testing.T) {
+	var fail atomic.Bool
+	h := start(t, newMock(), func(c *shim.Config) {
+		c.Usage = func(context.Context) (shim.ResourceUsage, error) {
+			if fail.Load() {
+				return shim.ResourceUsage{}, errors.New("no /proc here")
+			}
+			return shim.ResourceUsage{CPUPercent: 12.5, MemoryMb: 300, DiskMb: 42}, nil
+		}
+	})
+	var health shim.Health
+	h.Must(200, "GET", "/health", nil, &health)
+	if u := health.ResourceUsage; u.CPUPercent != 12.5 || u.MemoryMb != 300 || u.DiskMb != 42 || !strings.HasSuffix(u.CollectedAt, "Z") {
+		t.Fatalf("usage %+v", u)
+	}
+	fail.Store(true)
+	h.Must(200, "GET", "/health", nil, &health)
+	if u := health.ResourceUsage; u.MemoryMb <= 0 || u.DiskMb != 0 || u.CPUPercent != 0 {
+		t.Fatalf("usage after a failed measure %+v", u)
 	}
 }

@@ -156,7 +156,8 @@ type Health struct {
 	PendingEventBufferSize int           `json:"pendingEventBufferSize"`
 }
 
-// ResourceUsage is the shim process's own.
+// ResourceUsage is what the agent uses: CPU and memory of the shim's
+// process tree (the shim and the agent it runs), disk of its workspace.
 type ResourceUsage struct {
 	CPUPercent  float64 `json:"cpuPercent"`
 	MemoryMb    float64 `json:"memoryMb"`

@@ -1,0 +1,112 @@
+package usage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// A tree counts the processes below its root, their memory, and the CPU a
+// busy one burns, as a share of the wall time between samples.
+func TestTreeMeasuresABusyChild(t *testing.T) {
+	busy := exec.Command("sh", "-c", "sleep 60 & while :; do :; done")
+	busy.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its sleep ends with it
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-busy.Process.Pid, syscall.SIGKILL)
+		_ = busy.Wait()
+	})
+	tree := NewTree(os.Getpid(), time.Now(), nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := tree.Sample()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the test, the shell and its sleep
+		if s.Processes >= 3 && s.RSSBytes > 1<<20 && s.CPUPercent > 20 {
+			t.Logf("%+v", s)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last sample %+v", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The shell's own tree holds it and its sleep, not the test.
+	s, err := NewTree(busy.Process.Pid, time.Now(), nil).Sample()
+	if err != nil || s.Processes != 2 {
+		t.Fatalf("the shell's tree: %+v %v", s, err)
+	}
+}
+
+func TestTreeOfNoProcess(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewTree(cmd.Process.Pid, time.Now(), nil).Sample(); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a reaped process: %v", err)
+	}
+}
+
+// A command name may hold spaces and parentheses; the fields are read
+// after the last ')'.
+func TestParseStat(t *testing.T) {
+	line := "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 1000 10000000 300 18446744073709551615"
+	p, ok := parseStat(4242, line)
+	if !ok || p.ppid != 17 || p.cpu != 3100*time.Millisecond || p.rss != 300*int64(os.Getpagesize()) {
+		t.Fatalf("%+v %v", p, ok)
+	}
+	if _, ok := parseStat(1, "1 (short) S 0"); ok {
+		t.Fatal("a truncated line parsed")
+	}
+}
+
+// DirBytes counts every file's blocks once (a hard link is the same file)
+// and does not follow symlinks out of the directory.
+func TestDirBytes(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	mb := make([]byte, 1<<20)
+	for i := range mb {
+		mb[i] = byte(i) // not all zeros: no sparse blocks
+	}
+	for _, name := range []string{"a", "sub/b", "sub/deeper/c"} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, mb, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, "a"), filepath.Join(dir, "a-again")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "big"), make([]byte, 8<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := DirBytes(context.Background(), dir)
+	if err != nil || n < 3<<20 || n > 3<<20+256<<10 {
+		t.Fatalf("%d bytes (%.2f MiB), %v", n, float64(n)/(1<<20), err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := DirBytes(ctx, dir); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled walk: %v", err)
+	}
+}
