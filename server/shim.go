@@ -255,8 +255,12 @@ func shimDriver(cfg ShimConfig, log *slog.Logger, proxies *keyProxies) (agent.Dr
 }
 
 // shimDiskEvery is how often /health walks the workspace again for its
-// size; between walks it reports the last one.
-const shimDiskEvery = 10 * time.Second
+// size; between walks it reports the last one. A walk that takes longer
+// than shimDiskWalk is given up, and the last size stands.
+const (
+	shimDiskEvery = 10 * time.Second
+	shimDiskWalk  = 2 * time.Second
+)
 
 // shimUsage measures for the shim's /health: the CPU and memory of this
 // process's tree (the shim and the agent it runs, with their commands),
@@ -294,10 +298,15 @@ func (u *shimUsage) diskBytes(ctx context.Context) (int64, error) {
 	if !u.diskWhen.IsZero() && time.Since(u.diskWhen) < shimDiskEvery {
 		return u.disk, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, shimDiskWalk)
+	defer cancel()
 	n, err := usage.DirBytes(ctx, u.workspace)
-	if err != nil {
+	if err != nil && u.diskWhen.IsZero() {
 		return 0, err
 	}
-	u.disk, u.diskWhen = n, time.Now()
-	return n, nil
+	if err == nil {
+		u.disk = n
+	}
+	u.diskWhen = time.Now() // a failed walk is not tried again at once either
+	return u.disk, nil
 }
