@@ -19,6 +19,7 @@ import (
 	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
 	"github.com/tetherhq/tether/internal/testkit/shimclient"
 	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/runner/sandbox"
 )
 
 // The real `tether shim` binary, launched as the Project Tab backend
@@ -73,11 +74,12 @@ type shimRig struct {
 	backend   *fakeBackend
 	workspace string
 	requests  func() []fakehttp.Request
+	base      string // holds the workspaces and the shim's data
 }
 
 const shimAgentID = "agent-e2e"
 
-func startShimRig(t *testing.T, kind string) *shimRig {
+func startShimRig(t *testing.T, kind string, args ...string) *shimRig {
 	clearAgentEnv(t)
 	var cli string
 	var env []string
@@ -118,10 +120,10 @@ func startShimRig(t *testing.T, kind string) *shimRig {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(base) })
 	workspace := filepath.Join(base, "workspaces", "project")
-	child := shimclient.Launch(t, env, string(boot), buildTether(t), "shim", "--agent", kind, "--cli", cli,
-		"--workspace", workspace, "--data-dir", filepath.Join(base, "data"))
+	child := shimclient.Launch(t, env, string(boot), buildTether(t), append([]string{"shim", "--agent", kind, "--cli", cli,
+		"--workspace", workspace, "--data-dir", filepath.Join(base, "data")}, args...)...)
 	c := &shimclient.Client{T: t, Base: "http://localhost:" + itoa(child.Port), AgentID: shimAgentID}
-	return &shimRig{c: c, events: c.Events(""), child: child, backend: backend, workspace: workspace, requests: requests}
+	return &shimRig{c: c, events: c.Events(""), child: child, backend: backend, workspace: workspace, requests: requests, base: base}
 }
 
 // shimBrief is an AgentBrief whose description is the prompt.
@@ -330,4 +332,50 @@ func shimQuestion(t *testing.T, kind string) {
 	}
 	r.child.Stop(t)
 	r.events.Close()
+}
+
+// With --sandbox on, the shim runs Claude Code as tether serve does: an
+// approved shell command writes its workspace, and cannot read
+// /etc/shadow, the workspace's siblings, the shim's own data or the model
+// key (the agent holds a stand-in for the loopback proxy).
+func TestRealCLIClaudeShimSandboxed(t *testing.T) {
+	timed(t)
+	if err := sandbox.Available(); err != nil {
+		t.Skip(err)
+	}
+	r := startShimRig(t, "claude", "--sandbox", "on")
+	sibling := filepath.Join(r.base, "workspaces", "other")
+	if err := os.MkdirAll(sibling, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sibling, "secret.txt"), []byte("sibling-secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(r.base, "data")
+	command := "cat /etc/shadow; cat " + filepath.Join(sibling, "secret.txt") + "; ls " + data +
+		"; printenv ANTHROPIC_API_KEY; echo inside > sandboxed.txt; echo done"
+	r.c.Must(200, "POST", "/spawn", shimBrief(bashPrompt(command)), nil)
+	const long = 2 * time.Minute
+	seen := r.events.Until("decision/tool_approval", long)
+	d := seen[len(seen)-1]
+	r.c.Must(200, "POST", "/resolve", map[string]any{"decisionId": d.Str("decisionId"),
+		"resolution": map[string]any{"type": "tool_approval", "action": "approve", "actionKind": "update"}}, nil)
+	rest := r.events.Until("completion", long)
+	var output string
+	for _, e := range rest {
+		if e.Type() == "tool_call" && e.Str("phase") == "completed" {
+			output += string(mustJSON(e.Event["output"])) // {"stdout":…,"exit_code":…}
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(r.workspace, "sandboxed.txt")); err != nil || string(got) != "inside\n" {
+		t.Fatalf("the approved command did not write its workspace (%v); output %q", err, output)
+	}
+	if !strings.Contains(output, "done") {
+		t.Fatalf("no output of the command: %q", output)
+	}
+	for _, leak := range []string{"root:", "sibling-secret", "events.db", "approvals.db", "sk-fake"} {
+		if strings.Contains(output, leak) {
+			t.Fatalf("the sandboxed command saw %q:\n%s", leak, output)
+		}
+	}
 }

@@ -43,6 +43,12 @@ type ShimConfig struct {
 	DataDir string
 	// CLI is the agent's CLI; empty looks its name up on PATH.
 	CLI string
+	// Sandbox runs the agent in bubblewrap as tether serve's --sandbox
+	// does: it sees its workspace, its private home and the system, not
+	// the workspace's siblings or the shim's data, and model keys stay
+	// behind a loopback proxy. Off by default, as the reference shims run
+	// (a backend usually gives each shim a container of its own).
+	Sandbox bool
 	// Bootstrap is AGENT_BOOTSTRAP's JSON (empty for none).
 	Bootstrap string
 	// Announce gets the line {"port":N} once the shim listens.
@@ -201,13 +207,13 @@ func (c *shimCore) close() {
 }
 
 func openShimCore(cfg ShimConfig, wsDir, dataDir string, log *slog.Logger) (_ *shimCore, err error) {
-	c := &shimCore{proxies: newKeyProxies(false, log)}
+	c := &shimCore{proxies: newKeyProxies(cfg.Sandbox, log)}
 	defer func() {
 		if err != nil {
 			c.close()
 		}
 	}()
-	d, err := shimDriver(cfg, log, c.proxies)
+	d, err := shimDriver(cfg, shimRunnerConfig(cfg, wsDir, dataDir), log, c.proxies)
 	if err != nil {
 		return nil, err
 	}
@@ -228,9 +234,24 @@ func openShimCore(cfg ShimConfig, wsDir, dataDir string, log *slog.Logger) (_ *s
 	return c, nil
 }
 
-// shimDriver is the agent's driver under the runner's policy (its slice
-// of the environment, its provider configuration), unsandboxed.
-func shimDriver(cfg ShimConfig, log *slog.Logger, proxies *keyProxies) (agent.Driver, error) {
+// shimRunnerConfig is the runner policy a shim's driver runs under: its
+// CLI, and the sandbox if asked for, hiding the workspace's parent (the
+// workspace itself is mounted back) and the shim's data.
+func shimRunnerConfig(cfg ShimConfig, wsDir, dataDir string) Config {
+	rc := Config{CLIPath: cfg.CLI, Sandbox: cfg.Sandbox, WorkspaceRoot: filepath.Dir(wsDir), DataDir: dataDir}
+	if cfg.Agent == "codex" || cfg.Agent == "opencode" {
+		path := cfg.CLI
+		if path == "" {
+			path = cfg.Agent
+		}
+		rc.CLIPath, rc.CLIs = "", map[string]string{cfg.Agent: path}
+	}
+	return rc
+}
+
+// shimDriver is the agent's driver under the runner's policy rc (its
+// slice of the environment, its provider configuration, the sandbox).
+func shimDriver(cfg ShimConfig, rc Config, log *slog.Logger, proxies *keyProxies) (agent.Driver, error) {
 	switch cfg.Agent {
 	case "mock":
 		return mock.New(mock.Config{}), nil
@@ -239,17 +260,13 @@ func shimDriver(cfg ShimConfig, log *slog.Logger, proxies *keyProxies) (agent.Dr
 		if err != nil {
 			return nil, err
 		}
-		d, err := claudecli.New(driverConfig(Config{CLIPath: cfg.CLI}, p.env, log))
+		d, err := claudecli.New(driverConfig(rc, p.env, log))
 		if err != nil {
 			return nil, err
 		}
 		return d.Canonical(nil), nil
 	case "codex", "opencode":
-		path := cfg.CLI
-		if path == "" {
-			path = cfg.Agent
-		}
-		return optionalDriver(cfg.Agent, path, Config{CLIs: map[string]string{cfg.Agent: path}}, proxies, log)
+		return optionalDriver(cfg.Agent, rc.CLIs[cfg.Agent], rc, proxies, log)
 	}
 	return nil, &ConfigError{Field: "Agent", Reason: fmt.Sprintf("no agent %q (claude, codex, opencode or mock)", cfg.Agent)}
 }

@@ -23,10 +23,12 @@ As the backend launches shims: the port is --port, else AGENT_PORT, else
 AGENT_BOOTSTRAP (JSON) is read at start: artifacts are uploaded to its
 artifactUploadEndpoint. The agent works in --workspace (default: the
 current directory) with the runner's own configuration and keys in its
-environment.`
+environment; with --sandbox on, in bubblewrap as tether serve runs agents
+(its workspace, its private home and the system only; keys behind a
+loopback proxy).`
 
 func newShimCmd() *cobra.Command {
-	var agentKind, host, workspace, dataDir, cli string
+	var agentKind, host, workspace, dataDir, cli, sandbox string
 	var port int
 	var useMock bool
 	cmd := &cobra.Command{
@@ -58,10 +60,14 @@ func newShimCmd() *cobra.Command {
 				}
 				workspace = wd
 			}
+			sandboxed, err := sandboxOn(sandbox)
+			if err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			err := server.RunShim(ctx, server.ShimConfig{Agent: agentKind, Host: host, Port: port, Workspace: workspace,
-				DataDir: dataDir, CLI: cli, Bootstrap: os.Getenv("AGENT_BOOTSTRAP"), Announce: os.Stdout,
+			err = server.RunShim(ctx, server.ShimConfig{Agent: agentKind, Host: host, Port: port, Workspace: workspace,
+				DataDir: dataDir, CLI: cli, Sandbox: sandboxed, Bootstrap: os.Getenv("AGENT_BOOTSTRAP"), Announce: os.Stdout,
 				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			if err != nil {
 				if errors.Is(err, server.ErrInvalidConfig) {
@@ -81,5 +87,6 @@ func newShimCmd() *cobra.Command {
 	f.StringVar(&workspace, "workspace", "", "the agent's working directory (default: the current directory)")
 	f.StringVar(&dataDir, "data-dir", "", "where to keep the event log and approvals (default: a temporary directory)")
 	f.StringVar(&cli, "cli", "", "the agent's CLI (default: its name on PATH)")
+	f.StringVar(&sandbox, "sandbox", "off", "run the agent in bubblewrap as tether serve does: on or off")
 	return cmd
 }
