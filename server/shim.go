@@ -107,7 +107,7 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	}
 	defer core.close()
 	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
-		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir, time.Now()).report}
+		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report}
 	if cfg.Agent == "mock" {
 		shimCfg.ResumeOptions = mockResumeOptions
 	}
@@ -291,8 +291,8 @@ type shimUsage struct {
 	diskWhen time.Time
 }
 
-func newShimUsage(workspace string, started time.Time) *shimUsage {
-	return &shimUsage{tree: usage.NewTree(os.Getpid(), started, nil), workspace: workspace}
+func newShimUsage(workspace string) *shimUsage {
+	return &shimUsage{tree: usage.NewTree(os.Getpid(), nil), workspace: workspace}
 }
 
 func (u *shimUsage) report(ctx context.Context) (shim.ResourceUsage, error) {

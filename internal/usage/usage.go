@@ -24,9 +24,8 @@ const clockTicks = 100
 
 // Tree samples the process tree rooted at one pid.
 type Tree struct {
-	root    int
-	started time.Time
-	now     func() time.Time
+	root int
+	now  func() time.Time
 
 	mu       sync.Mutex
 	lastCPU  time.Duration
@@ -34,20 +33,36 @@ type Tree struct {
 }
 
 // NewTree measures the tree under root (os.Getpid() for "this process and
-// what it runs"). started is when the tree began: the first sample's CPU
-// share is over the time since then. now nil means time.Now.
-func NewTree(root int, started time.Time, now func() time.Time) *Tree {
+// what it runs") from now on: the first sample's CPU share is over the
+// time since NewTree. now nil means time.Now.
+func NewTree(root int, now func() time.Time) *Tree {
 	if now == nil {
 		now = time.Now
 	}
-	return &Tree{root: root, started: started, now: now, lastTime: started}
+	t := &Tree{root: root, now: now}
+	t.lastCPU, _ = t.cpu() // a tree not there yet starts from nothing
+	t.lastTime = now()
+	return t
+}
+
+// cpu is the tree's CPU time so far.
+func (t *Tree) cpu() (time.Duration, error) {
+	procs, err := t.read()
+	if err != nil {
+		return 0, err
+	}
+	var cpu time.Duration
+	for _, p := range descendants(procs, t.root) {
+		cpu += p.cpu
+	}
+	return cpu, nil
 }
 
 // Sample is a tree's use at one moment.
 type Sample struct {
 	// CPUPercent is the tree's CPU time since the previous sample (the
-	// first: since it started) over the wall time between: 100 is one
-	// core kept busy.
+	// first: since NewTree) over the wall time between: 100 is one core
+	// kept busy.
 	CPUPercent float64
 	// RSSBytes is the resident memory of its live processes, summed.
 	RSSBytes int64

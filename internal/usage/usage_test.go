@@ -27,7 +27,7 @@ func TestTreeMeasuresABusyChild(t *testing.T) {
 		_ = syscall.Kill(-busy.Process.Pid, syscall.SIGKILL)
 		_ = busy.Wait()
 	})
-	tree := NewTree(os.Getpid(), time.Now(), nil)
+	tree := NewTree(os.Getpid(), nil)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		s, err := tree.Sample()
@@ -45,7 +45,7 @@ func TestTreeMeasuresABusyChild(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The shell's own tree holds it and its sleep, not the test.
-	s, err := NewTree(busy.Process.Pid, time.Now(), nil).Sample()
+	s, err := NewTree(busy.Process.Pid, nil).Sample()
 	if err != nil || s.Processes != 2 {
 		t.Fatalf("the shell's tree: %+v %v", s, err)
 	}
@@ -56,7 +56,7 @@ func TestTreeOfNoProcess(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewTree(cmd.Process.Pid, time.Now(), nil).Sample(); !errors.Is(err, os.ErrNotExist) {
+	if _, err := NewTree(cmd.Process.Pid, nil).Sample(); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a reaped process: %v", err)
 	}
 }
