@@ -334,16 +334,25 @@ func shimQuestion(t *testing.T, kind string) {
 	r.events.Close()
 }
 
-// With --sandbox on, the shim runs Claude Code as tether serve does: an
+// With --sandbox on, the shim runs its agent as tether serve does: an
 // approved shell command writes its workspace, and cannot read
 // /etc/shadow, the workspace's siblings, the shim's own data or the model
 // key (the agent holds a stand-in for the loopback proxy).
-func TestRealCLIClaudeShimSandboxed(t *testing.T) {
+func TestRealCLIClaudeShimSandboxed(t *testing.T)   { shimSandboxed(t, "claude") }
+func TestRealCLICodexShimSandboxed(t *testing.T)    { shimSandboxed(t, "codex") }
+func TestRealCLIOpenCodeShimSandboxed(t *testing.T) { shimSandboxed(t, "opencode") }
+
+func shimSandboxed(t *testing.T, kind string) {
 	timed(t)
 	if err := sandbox.Available(); err != nil {
 		t.Skip(err)
 	}
-	r := startShimRig(t, "claude", "--sandbox", "on")
+	r := startShimRig(t, kind, "--sandbox", "on")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the shim's stderr:\n%s", r.child.Stderr())
+		}
+	})
 	sibling := filepath.Join(r.base, "workspaces", "other")
 	if err := os.MkdirAll(sibling, 0o755); err != nil {
 		t.Fatal(err)
@@ -353,17 +362,21 @@ func TestRealCLIClaudeShimSandboxed(t *testing.T) {
 	}
 	data := filepath.Join(r.base, "data")
 	command := "cat /etc/shadow; cat " + filepath.Join(sibling, "secret.txt") + "; ls " + data +
-		"; printenv ANTHROPIC_API_KEY; echo inside > sandboxed.txt; echo done"
-	r.c.Must(200, "POST", "/spawn", shimBrief(bashPrompt(command)), nil)
-	const long = 2 * time.Minute
-	seen := r.events.Until("decision/tool_approval", long)
-	d := seen[len(seen)-1]
-	r.c.Must(200, "POST", "/resolve", map[string]any{"decisionId": d.Str("decisionId"),
-		"resolution": map[string]any{"type": "tool_approval", "action": "approve", "actionKind": "update"}}, nil)
-	rest := r.events.Until("completion", long)
+		"; printenv ANTHROPIC_API_KEY OPENAI_API_KEY; echo inside > sandboxed.txt; echo done"
+	prompt := "USE_SHELL " + command
+	if kind == "claude" {
+		prompt = bashPrompt(command)
+	}
+	r.c.Must(200, "POST", "/spawn", shimBrief(prompt), nil)
+	// Every decision is approved: OpenCode asks for the directories
+	// outside its project first, then for the command.
 	var output string
-	for _, e := range rest {
-		if e.Type() == "tool_call" && e.Str("phase") == "completed" {
+	for e := r.events.Next(2 * time.Minute); e.Type() != "completion"; e = r.events.Next(2 * time.Minute) {
+		switch {
+		case e.Type() == "decision/tool_approval":
+			r.c.Must(200, "POST", "/resolve", map[string]any{"decisionId": e.Str("decisionId"),
+				"resolution": map[string]any{"type": "tool_approval", "action": "approve", "actionKind": "update"}}, nil)
+		case e.Type() == "tool_call" && e.Str("phase") == "completed":
 			output += string(mustJSON(e.Event["output"])) // {"stdout":…,"exit_code":…}
 		}
 	}
