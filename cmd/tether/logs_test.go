@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,73 +8,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// jsonServe is a `tether serve --log-format json` whose every stderr line
-// is kept.
-type jsonServe struct {
-	cmd    *exec.Cmd
-	addr   string
-	mu     sync.Mutex
-	lines  []string
-	exited chan struct{}
-}
-
-func (p *jsonServe) all() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.lines...)
-}
-
-func startJSONServe(t *testing.T, env []string, args ...string) *jsonServe {
+// startJSONServe starts a `tether serve --log-format json --log-level
+// debug` on a free loopback port.
+func startJSONServe(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
 	base := []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"),
 		"--sandbox", "off", "--log-format", "json", "--log-level", "debug"}
 	cmd := exec.Command(tetherPath(), append(base, args...)...)
 	cmd.Env = env
 	cmd.Dir = t.TempDir()
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &jsonServe{cmd: cmd, exited: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.lines = append(p.lines, line)
-			p.mu.Unlock()
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "runner listening" {
-				addr <- rec.Addr
-			}
-		}
-		_, _ = io.Copy(io.Discard, pipe)
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-	})
-	select {
-	case p.addr = <-addr:
-	case <-p.exited:
-		t.Fatalf("tether serve exited early:\n%s", strings.Join(p.all(), "\n"))
-	case <-time.After(waitLimit):
-		t.Fatalf("tether serve did not say where it listens:\n%s", strings.Join(p.all(), "\n"))
-	}
-	return p
+	return watchServe(t, cmd)
 }
 
 // httpDo makes one request with token and returns status and body.
@@ -149,7 +96,7 @@ func TestServeJSONLogsNameSessionsAndNoSecrets(t *testing.T) {
 		Level, Msg, Session, Agent string
 	}
 	var recs []record
-	for _, line := range p.all() {
+	for _, line := range p.lines() {
 		for _, secret := range []string{token, modelKey, openAIKey} {
 			if strings.Contains(line, secret) {
 				t.Errorf("a log line holds a secret (%.6s…): %s", secret, line)
@@ -176,7 +123,7 @@ func TestServeJSONLogsNameSessionsAndNoSecrets(t *testing.T) {
 	} {
 		if !has(want.level, want.msg, want.agent) {
 			t.Errorf("no %s %q line for the %s session %s:\n%s", want.level, want.msg, want.agent, ids[want.agent],
-				strings.Join(p.all(), "\n"))
+				strings.Join(p.lines(), "\n"))
 		}
 	}
 	if len(recs) < 6 {

@@ -68,6 +68,19 @@ func cleanEnv(extra ...string) []string {
 
 var listeningRE = regexp.MustCompile(`msg="runner listening" addr=(\S+)`)
 
+// listeningAddr reads where the runner listens from its log line, in the
+// text format or as JSON (--log-format json).
+func listeningAddr(line string) (string, bool) {
+	if m := listeningRE.FindStringSubmatch(line); m != nil {
+		return m[1], true
+	}
+	var rec struct{ Msg, Addr string }
+	if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "runner listening" {
+		return rec.Addr, true
+	}
+	return "", false
+}
+
 // testToken is the token startServe gives a runner when env names none
 // (hosts then send it; see bearer).
 const testToken = "serve-test-token-0123456789"
@@ -110,14 +123,15 @@ func watchServe(t *testing.T, cmd *exec.Cmd) *serveProc {
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pipe)
+		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			p.mu.Lock()
 			p.stderr.WriteString(line + "\n")
 			p.mu.Unlock()
-			if m := listeningRE.FindStringSubmatch(line); m != nil {
+			if a, ok := listeningAddr(line); ok {
 				select {
-				case addr <- m[1]:
+				case addr <- a:
 				default:
 				}
 			}
@@ -144,6 +158,11 @@ func (p *serveProc) log() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stderr.String()
+}
+
+// lines are the log's lines so far.
+func (p *serveProc) lines() []string {
+	return strings.Split(strings.TrimSuffix(p.log(), "\n"), "\n")
 }
 
 // wait waits for the process to exit and returns its exit code.
