@@ -52,7 +52,7 @@ func main() {
 	missed := flag.Int("missed", 250, "unpaced turns while it is away")
 	reps := flag.Int("reps", 5, "latency runs per reader, alternating, and paired runs of both (medians compared)")
 	window := flag.Duration("log-commit-window", 0, "the event log's group-commit window (0: its default)")
-	floor := flag.Int64("heap-floor", 64<<20, "the heap floor in `BYTES`, as tether serve (0: none)")
+	floor := flag.Int64("heap-floor", gcfloor.Default, "the heap floor in `BYTES`, as tether serve (0: none)")
 	flag.Parse()
 	defer gcfloor.Start(uint64(max(*floor, 0))).Stop()
 	logOpts = eventlog.Options{FlushInterval: *window}

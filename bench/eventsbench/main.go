@@ -34,7 +34,7 @@ func main() {
 	n := flag.Int("n", 5000, "paced events for the latency case")
 	interval := flag.Duration("interval", 200*time.Microsecond, "pause between paced events")
 	burst := flag.Int("burst", 100_000, "events for the throughput case")
-	floor := flag.Int64("heap-floor", 64<<20, "the heap floor in `BYTES`, as tether serve --gc-heap-floor (0: none)")
+	floor := flag.Int64("heap-floor", gcfloor.Default, "the heap floor in `BYTES`, as tether serve --gc-heap-floor (0: none)")
 	flag.Parse()
 	// As in tether serve: while events flow fast, the collector does not
 	// run below the floor.

@@ -33,7 +33,7 @@ func serveChild(args []string) int {
 		env[k] = v
 		return nil
 	})
-	floor := fs.Int64("gc-heap-floor", 64<<20, "as tether serve's flag")
+	floor := fs.Int64("gc-heap-floor", gcfloor.Default, "as tether serve's flag")
 	exact := fs.Bool("exact-profile", false, "record every allocation (for a heap profile; costs memory)")
 	_ = fs.Parse(args)
 	if *exact {
