@@ -9,9 +9,10 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/tetherhq/tether/internal/gcfloor"
 	"os"
 	"runtime/pprof"
+
+	"github.com/tetherhq/tether/internal/gcfloor"
 )
 
 func main() {
