@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -85,19 +84,37 @@ func (cfg Config) resolved() (Config, error) {
 // would show agents the runner's own secrets: its token file or TLS files
 // (the data directory and workspaces stay hidden inside it anyway). Each
 // path must exist; the sandbox's probe at start mounts them all.
+// Paths are compared as the sandbox mounts them, symlinks followed: a
+// read-only path that is a link to the secrets' directory, or a secret
+// given through a link, is caught all the same.
 func (cfg Config) checkSandboxReadOnly() error {
 	for _, ro := range cfg.SandboxReadOnly {
-		if _, err := os.Stat(ro); err != nil {
+		real, err := filepath.EvalSymlinks(ro)
+		if err != nil {
 			return &ConfigError{Field: "SandboxReadOnly", Reason: fmt.Sprintf("--sandbox-ro %s: %v", ro, err)}
 		}
 		for _, secret := range []pathField{{"token file", &cfg.Auth.File}, {"TLS key", &cfg.TLSKey}, {"TLS certificate", &cfg.TLSCert}} {
-			if *secret.p != "" && (*secret.p == ro || strings.HasPrefix(*secret.p, strings.TrimSuffix(ro, "/")+"/")) {
+			if *secret.p == "" {
+				continue
+			}
+			if within(realPath(*secret.p), real) || within(*secret.p, ro) {
 				return &ConfigError{Field: "SandboxReadOnly", Reason: fmt.Sprintf(
 					"--sandbox-ro %s would show agents the runner's %s (%s)", ro, secret.name, *secret.p)}
 			}
 		}
 	}
 	return nil
+}
+
+// realPath is path with its symlinks followed, as far as they exist.
+func realPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		return filepath.Join(dir, filepath.Base(path))
+	}
+	return path
 }
 
 // pathField is a path of a Config, by name.

@@ -60,8 +60,8 @@ func TestResolvedRefuses(t *testing.T) {
 }
 
 // --sandbox-ro paths are made absolute, must exist, and may not show
-// agents the runner's token file or TLS files; each reaches every agent's
-// sandbox policy.
+// agents the runner's token file or TLS files, through a symlink either;
+// each reaches every agent's sandbox policy.
 func TestSandboxReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -80,10 +80,18 @@ func TestSandboxReadOnly(t *testing.T) {
 	if got := driverConfig(cfg, nil, nil).Sandbox.ReadOnly; len(got) != 1 || got[0] != filepath.Join(dir, "toolchain") {
 		t.Fatalf("Claude Code's policy reads %q", got)
 	}
+	for _, link := range []string{"ro-link", "secret-link"} {
+		if err := os.Symlink("etc-tether", link); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for name, c := range map[string]Config{
-		"missing":    {DataDir: "d", SandboxReadOnly: []string{"nope"}},
-		"token file": {DataDir: "d", SandboxReadOnly: []string{"etc-tether"}, Auth: auth.LoadOptions{File: "etc-tether/tokens"}},
-		"tls key":    {DataDir: "d", SandboxReadOnly: []string{dir}, TLSCert: "c.pem", TLSKey: "etc-tether/k.pem"},
+		"missing": {DataDir: "d", SandboxReadOnly: []string{"nope"}},
+		// the sandbox mounts what a link points to
+		"link to the token's directory": {DataDir: "d", SandboxReadOnly: []string{"ro-link"}, Auth: auth.LoadOptions{File: "etc-tether/tokens"}},
+		"token file through a link":     {DataDir: "d", SandboxReadOnly: []string{"etc-tether"}, Auth: auth.LoadOptions{File: "secret-link/tokens"}},
+		"token file":                    {DataDir: "d", SandboxReadOnly: []string{"etc-tether"}, Auth: auth.LoadOptions{File: "etc-tether/tokens"}},
+		"tls key":                       {DataDir: "d", SandboxReadOnly: []string{dir}, TLSCert: "c.pem", TLSKey: "etc-tether/k.pem"},
 	} {
 		var ce *ConfigError
 		_, err := c.resolved()
