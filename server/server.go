@@ -124,9 +124,9 @@ func Run(ctx context.Context, cfg Config) error {
 	defer parts.proxies.Close()
 	defer parts.approvals.Close()
 	parts.stopExpiry = expireApprovals(parts.sessions, log)
+	defer parts.stopExpiry() // at once on any early return; shutdown stops it first otherwise
 	stopMetrics, err := serveMetrics(cfg, parts.metrics, log)
 	if err != nil {
-		parts.stopExpiry()
 		return err
 	}
 	defer stopMetrics()
