@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/runner/approvals"
@@ -113,30 +113,22 @@ func (c *Core) AgentHealth() map[string]error {
 	return out
 }
 
-// cliReady checks that a CLI (a path, or a name on PATH) is there to run.
+// cliReady checks that a CLI (a path, or a name on PATH) is there to run:
+// exec.LookPath checks a path with a slash for an executable file too.
 func cliReady(path string) error {
-	if !strings.ContainsRune(path, '/') {
-		_, err := exec.LookPath(path)
-		return err
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s is not an executable file", path)
-	}
-	return nil
+	_, err := exec.LookPath(path)
+	return err
 }
 
-// AgentKinds are the kinds AgentHealth reports, sorted.
+// AgentKinds are the kinds AgentHealth reports, sorted, without looking
+// at their CLIs.
 func (c *Core) AgentKinds() []string {
-	var kinds []string
-	for k := range c.AgentHealth() {
-		kinds = append(kinds, k)
+	kinds := slices.Collect(maps.Keys(c.Sessions.Agents()))
+	for kind := range c.Sessions.Unavailable() {
+		kinds = append(kinds, kind)
 	}
 	slices.Sort(kinds)
-	return kinds
+	return slices.Compact(kinds)
 }
 
 // Close shuts the sessions down (waiting up to ctx) and releases the
