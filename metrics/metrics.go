@@ -96,9 +96,6 @@ func New(opts Options) *Metrics {
 	return m
 }
 
-// Registry is the registry every collector is on.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // Handler serves the registry in Prometheus's exposition formats.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})

@@ -24,10 +24,12 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 	e := s.mapper.approvalRequested(id, &cc.CanUseToolRequest{ToolName: req.ToolName, Input: req.Input,
 		ToolUseID: req.ToolUseID, Title: req.Title}, nil)
 	e.Approval.Scopes = []agent.Scope{agent.ScopeOnce, agent.ScopeSession}
-	if q, ok := askQuestion(req.Input); ok && req.ToolName == askTool {
-		// A question: the person chooses among its options, once.
-		p.question = q
-		e.Approval.Kind, e.Approval.Question, e.Approval.Title, e.Approval.Scopes = agent.ApprovalQuestion, q, q.Prompt, nil
+	if req.ToolName == askTool { // only its input is decoded: a Write's may hold a whole file
+		if q, ok := askQuestion(req.Input); ok {
+			// A question: the person chooses among its options, once.
+			p.question = q
+			e.Approval.Kind, e.Approval.Question, e.Approval.Title, e.Approval.Scopes = agent.ApprovalQuestion, q, q.Prompt, nil
+		}
 	}
 	s.pending[id] = p
 	s.out.Add(e)
