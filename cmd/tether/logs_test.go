@@ -5,25 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// startJSONServe starts a `tether serve --log-format json --log-level
-// debug` on a free loopback port.
-func startJSONServe(t *testing.T, env []string, args ...string) *serveProc {
-	t.Helper()
-	base := []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"),
-		"--sandbox", "off", "--log-format", "json", "--log-level", "debug"}
-	cmd := exec.Command(tetherPath(), append(base, args...)...)
-	cmd.Env = env
-	cmd.Dir = t.TempDir()
-	return watchServe(t, cmd)
-}
 
 // httpDo makes one request with token and returns status and body.
 func httpDo(t *testing.T, method, url, token, body string) (int, string) {
@@ -54,7 +40,7 @@ func TestServeJSONLogsNameSessionsAndNoSecrets(t *testing.T) {
 	)
 	env := cleanEnv("TETHER_AUTH_TOKEN="+token, "ANTHROPIC_API_KEY="+modelKey, "OPENAI_API_KEY="+openAIKey,
 		"XDG_RUNTIME_DIR="+t.TempDir())
-	p := startJSONServe(t, env, "--cli", "claude="+mockCLI(t, "crash", 0))
+	p := startServe(t, env, "--log-format", "json", "--log-level", "debug", "--cli", "claude="+mockCLI(t, "crash", 0))
 	base := "http://" + p.addr
 
 	if code, body := httpDo(t, "GET", base+"/v1/sessions", "wrong-token-00000000000000000", ""); code != http.StatusUnauthorized {
