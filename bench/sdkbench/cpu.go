@@ -80,11 +80,18 @@ func cpuConsumers(tether string, n, size int) ([]*cpuConsumer, error) {
 
 // run runs the consumer once, output to /dev/null, and records its costs.
 func (c *cpuConsumer) run() error {
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close()
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Dir, cmd.Env = c.dir, append(os.Environ(), c.env...)
+	stderr := &tail{n: 4 << 10}
+	cmd.Stdout, cmd.Stderr = devnull, stderr
 	began := time.Now()
-	if out, err := cmd.Output(); err != nil {
-		return fmt.Errorf("%w: %.200s", err, out)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%w: %s", err, stderr)
 	}
 	c.wall = append(c.wall, time.Since(began))
 	c.cpu = append(c.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
