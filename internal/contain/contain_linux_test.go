@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tetherhq/tether/internal/procstat"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,11 +36,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func state(pid int) byte {
-	st, err := readStat(pid)
+	st, err := procstat.Read(pid)
 	if err != nil {
 		return 0 // gone
 	}
-	return st.state
+	return st.State
 }
 
 // Where the cgroup2 mount shows a process's cgroup: hybrid and unified
@@ -99,12 +100,12 @@ func TestReadStat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	st, err := readStat(cmd.Process.Pid)
+	st, err := procstat.Read(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, _ := readStat(os.Getpid())
-	if st.ppid != os.Getpid() || st.start < self.start || !strings.ContainsRune("RS", rune(st.state)) {
+	self, _ := procstat.Read(os.Getpid())
+	if st.PPID != os.Getpid() || st.Start < self.Start || !strings.ContainsRune("RS", rune(st.State)) {
 		t.Errorf("stat = %+v (ours %+v)", st, self)
 	}
 }
@@ -155,7 +156,7 @@ func TestReaperReapsAdoptedOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := readStat(orphan); err != nil || st.ppid != os.Getpid() {
+	if st, err := procstat.Read(orphan); err != nil || st.PPID != os.Getpid() {
 		t.Fatalf("orphan %d: %+v, %v; want it adopted by us (%d)", orphan, st, err, os.Getpid())
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
@@ -216,8 +217,8 @@ func TestKillMarked(t *testing.T) {
 	}
 	for _, left := range [][]int{mineLeft, theirsLeft, unmarkedLeft} {
 		waitFor(t, "the orphans to be adopted", func() bool {
-			st, err := readStat(left[0])
-			return err == nil && st.ppid == os.Getpid()
+			st, err := procstat.Read(left[0])
+			return err == nil && st.PPID == os.Getpid()
 		})
 	}
 	s := KillMarked(mine, leader.Process.Pid)

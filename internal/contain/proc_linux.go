@@ -3,95 +3,14 @@ package contain
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/tetherhq/tether/internal/procstat"
 	"golang.org/x/sys/unix"
 )
-
-// procStat is what /proc/PID/stat says that matters here.
-type procStat struct {
-	state byte // R, S, D, T, Z, …
-	ppid  int
-	// start is when the process started, in clock ticks since boot: with
-	// the pid it names one process, so a reused pid is told apart.
-	start uint64
-}
-
-func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, err
-	}
-	// The command name (field 2) may hold spaces and parentheses: the
-	// fields after it start after its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 > len(b) {
-		return procStat{}, fmt.Errorf("contain: malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+2:]))
-	const startField = 22 - 3 // field 22 (starttime), counted from field 3
-	if len(f) <= startField || len(f[0]) != 1 {
-		return procStat{}, fmt.Errorf("contain: malformed /proc/%d/stat", pid)
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	start, err2 := strconv.ParseUint(f[startField], 10, 64)
-	if err1 != nil || err2 != nil {
-		return procStat{}, fmt.Errorf("contain: malformed /proc/%d/stat", pid)
-	}
-	return procStat{state: f[0][0], ppid: ppid, start: start}, nil
-}
-
-// childLister lists the child processes of a pid.
-type childLister func(pid int) []int
-
-// newChildLister reads the kernel's per-thread children lists, or, on a
-// kernel built without them (CONFIG_PROC_CHILDREN), a snapshot of every
-// process's parent.
-func newChildLister() childLister {
-	self := os.Getpid()
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/children", self, self)); err == nil {
-		return childrenFromFiles
-	}
-	byParent := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := readStat(pid); err == nil {
-			byParent[st.ppid] = append(byParent[st.ppid], pid)
-		}
-	}
-	return func(pid int) []int { return byParent[pid] }
-}
-
-// childrenFromFiles reads pid's children from each of its threads' lists:
-// an adopted orphan may hang off any thread of a subreaper.
-func childrenFromFiles(pid int) []int {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
-		if err != nil {
-			continue // the thread ended
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
 
 // hasEnv reports whether pid's environment holds the entry kv ("K=V"). A
 // zombie's, or another user's, environment cannot be read: false.
@@ -110,12 +29,12 @@ func hasEnv(pid int, kv string) bool {
 
 // pin opens a pidfd for pid and checks that it names the process seen
 // with st, not a later one that reused the pid. The caller closes fd.
-func pin(pid int, st procStat) (fd int, ok bool) {
+func pin(pid int, st procstat.Stat) (fd int, ok bool) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return -1, false
 	}
-	if now, err := readStat(pid); err != nil || now.start != st.start {
+	if now, err := procstat.Read(pid); err != nil || now.Start != st.Start {
 		_ = unix.Close(fd)
 		return -1, false
 	}

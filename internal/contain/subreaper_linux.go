@@ -3,6 +3,7 @@ package contain
 import (
 	"errors"
 	"fmt"
+	"github.com/tetherhq/tether/internal/procstat"
 	"os"
 	"os/signal"
 	"syscall"
@@ -117,9 +118,9 @@ func ReapOrphans() {
 			_ = unix.Close(z.fd)
 		}
 	}()
-	for _, pid := range newChildLister()(os.Getpid()) {
-		st, err := readStat(pid)
-		if err != nil || st.state != 'Z' {
+	for _, pid := range procstat.NewChildLister()(os.Getpid()) {
+		st, err := procstat.Read(pid)
+		if err != nil || st.State != 'Z' {
 			continue
 		}
 		fd, ok := pin(pid, st)

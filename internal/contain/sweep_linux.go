@@ -3,6 +3,7 @@ package contain
 import (
 	"errors"
 	"fmt"
+	"github.com/tetherhq/tether/internal/procstat"
 	"os"
 	"time"
 
@@ -41,8 +42,8 @@ func KillMarked(marker string, leader int) *Sweep {
 		if pinned[pid] || pid == leader {
 			return false
 		}
-		st, err := readStat(pid)
-		if err != nil || st.state == 'Z' {
+		st, err := procstat.Read(pid)
+		if err != nil || st.State == 'Z' {
 			return false
 		}
 		fd, ok := pin(pid, st)
@@ -60,7 +61,7 @@ func KillMarked(marker string, leader int) *Sweep {
 		return true
 	}
 	for range maxSweepRounds {
-		list := newChildLister()
+		list := procstat.NewChildLister()
 		grew := false
 		for _, pid := range list(self) {
 			grew = take(pid, true) || grew

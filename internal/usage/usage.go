@@ -10,17 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
-)
 
-// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on Linux.
-const clockTicks = 100
+	"github.com/tetherhq/tether/internal/procstat"
+)
 
 // Tree samples the process tree rooted at one pid.
 type Tree struct {
@@ -47,15 +43,8 @@ func NewTree(root int, now func() time.Time) *Tree {
 
 // cpu is the tree's CPU time so far.
 func (t *Tree) cpu() (time.Duration, error) {
-	procs, err := t.read()
-	if err != nil {
-		return 0, err
-	}
-	var cpu time.Duration
-	for _, p := range descendants(procs, t.root) {
-		cpu += p.cpu
-	}
-	return cpu, nil
+	s, err := t.read()
+	return s.cpu, err
 }
 
 // Sample is a tree's use at one moment.
@@ -72,102 +61,49 @@ type Sample struct {
 
 // Sample reads the tree now.
 func (t *Tree) Sample() (Sample, error) {
-	procs, err := t.read()
+	r, err := t.read()
 	if err != nil {
 		return Sample{}, err
-	}
-	var cpu time.Duration
-	var rss int64
-	n := 0
-	for _, p := range descendants(procs, t.root) {
-		cpu += p.cpu
-		rss += p.rss
-		n++
-	}
-	if n == 0 {
-		return Sample{}, fmt.Errorf("usage: process %d: %w", t.root, os.ErrNotExist)
 	}
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := Sample{RSSBytes: rss, Processes: n}
-	if wall := now.Sub(t.lastTime); wall > 0 && cpu >= t.lastCPU {
-		s.CPUPercent = 100 * float64(cpu-t.lastCPU) / float64(wall)
+	s := Sample{RSSBytes: r.rss, Processes: r.processes}
+	if wall := now.Sub(t.lastTime); wall > 0 && r.cpu >= t.lastCPU {
+		s.CPUPercent = 100 * float64(r.cpu-t.lastCPU) / float64(wall)
 	}
-	t.lastCPU, t.lastTime = cpu, now
+	t.lastCPU, t.lastTime = r.cpu, now
 	return s, nil
 }
 
-// proc is one process's line of /proc/PID/stat, as far as a tree needs.
-type proc struct {
-	pid, ppid int
-	cpu       time.Duration // its own and its reaped children's
+// reading is a tree's totals at one moment.
+type reading struct {
+	cpu       time.Duration // its own and its reaped children's, per process
 	rss       int64
+	processes int
 }
 
-// read parses every process's stat; processes that end meanwhile are
-// passed over.
-func (t *Tree) read() (map[int]proc, error) {
-	entries, err := os.ReadDir("/proc")
+// read walks the tree from its root down; processes that end meanwhile
+// are passed over.
+func (t *Tree) read() (reading, error) {
+	root, err := procstat.Read(t.root)
 	if err != nil {
-		return nil, fmt.Errorf("usage: %w", err)
+		return reading{}, fmt.Errorf("usage: process %d: %w", t.root, err)
 	}
-	out := make(map[int]proc, len(entries))
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone
-		}
-		if p, ok := parseStat(pid, string(data)); ok {
-			out[pid] = p
-		}
-	}
-	return out, nil
-}
-
-// parseStat reads ppid, utime, stime, cutime, cstime and rss from a stat
-// line. The command name, in parentheses, may hold spaces and parentheses
-// itself: the fields start after its last ')'.
-func parseStat(pid int, line string) (proc, bool) {
-	end := strings.LastIndexByte(line, ')')
-	if end < 0 {
-		return proc{}, false
-	}
-	f := strings.Fields(line[end+1:])
-	// f[0] is field 3 (state): ppid is field 4, utime..cstime 14..17, rss 24.
-	if len(f) < 22 {
-		return proc{}, false
-	}
-	num := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
-	ticks := num(11) + num(12) + num(13) + num(14)
-	return proc{pid: pid, ppid: int(num(1)),
-		cpu: time.Duration(ticks) * time.Second / clockTicks,
-		rss: num(21) * int64(os.Getpagesize())}, true
-}
-
-// descendants are root and every process below it.
-func descendants(procs map[int]proc, root int) []proc {
-	children := map[int][]int{}
-	for pid, p := range procs {
-		children[p.ppid] = append(children[p.ppid], pid)
-	}
-	var out []proc
-	queue := []int{root}
+	r := reading{cpu: root.CPU, rss: root.RSS, processes: 1}
+	children := procstat.NewChildLister()
+	queue := children(t.root)
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		p, ok := procs[pid]
-		if !ok {
-			continue
+		st, err := procstat.Read(pid)
+		if err != nil {
+			continue // gone
 		}
-		out = append(out, p)
-		queue = append(queue, children[pid]...)
+		r.cpu, r.rss, r.processes = r.cpu+st.CPU, r.rss+st.RSS, r.processes+1
+		queue = append(queue, children(pid)...)
 	}
-	return out
+	return r, nil
 }
 
 // DirBytes is the disk dir takes: the blocks of every file below it,

@@ -61,19 +61,6 @@ func TestTreeOfNoProcess(t *testing.T) {
 	}
 }
 
-// A command name may hold spaces and parentheses; the fields are read
-// after the last ')'.
-func TestParseStat(t *testing.T) {
-	line := "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 1000 10000000 300 18446744073709551615"
-	p, ok := parseStat(4242, line)
-	if !ok || p.ppid != 17 || p.cpu != 3100*time.Millisecond || p.rss != 300*int64(os.Getpagesize()) {
-		t.Fatalf("%+v %v", p, ok)
-	}
-	if _, ok := parseStat(1, "1 (short) S 0"); ok {
-		t.Fatal("a truncated line parsed")
-	}
-}
-
 // DirBytes counts every file's blocks once (a hard link is the same file)
 // and does not follow symlinks out of the directory.
 func TestDirBytes(t *testing.T) {
