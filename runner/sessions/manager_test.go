@@ -374,7 +374,8 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 	shutdown(t, m1, log1, store1)
 
 	for restart := range 2 {
-		m2, log2, store2 := openCore(t, crashed, c)
+		observed := &eventsObserved{}
+		m2, log2, store2 := openCore(t, crashed, c, observed)
 		got, err := m2.Get(info.ID)
 		if err != nil || got.State != sessions.StateEnded || got.TurnID != "" || len(m2.List()) != 1 {
 			t.Fatalf("restart %d: %+v %v", restart, got, err)
@@ -408,6 +409,15 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 		if got.LastSeq != uint64(after[2].Seq) {
 			t.Fatalf("last seq %d, events end at %d", got.LastSeq, after[2].Seq)
 		}
+		// The events a restart writes are observed like any other (the
+		// metrics count the session's end); the second restart writes none.
+		observed.mu.Lock()
+		seen := observed.events
+		observed.mu.Unlock()
+		if restart == 0 && (len(seen) != 3 || seen[2].Kind != agent.KindSessionEnded || seen[2].Seq != after[2].Seq) ||
+			restart == 1 && len(seen) != 0 {
+			t.Fatalf("restart %d: observed %+v", restart, seen)
+		}
 		if pending, _ := m2.Approvals(); len(pending) != 0 {
 			t.Fatalf("still pending: %+v", pending)
 		}
@@ -422,7 +432,7 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 }
 
 // openCore opens a sessions core on dir's files, with an index.
-func openCore(t *testing.T, dir string, c *clock) (*sessions.Manager, *eventlog.Log, *approvals.Store) {
+func openCore(t *testing.T, dir string, c *clock, observer ...sessions.Observer) (*sessions.Manager, *eventlog.Log, *approvals.Store) {
 	t.Helper()
 	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
 	if err != nil {
@@ -438,12 +448,29 @@ func openCore(t *testing.T, dir string, c *clock) (*sessions.Manager, *eventlog.
 	}
 	claudeDriver := &claudecli.Canonical{Now: c.now, Base: claude.Options{CLIPath: os.Args[0], ReplaceEnv: true,
 		Env: map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: "demo", "PATH": os.Getenv("PATH")}}}
-	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"claude": claudeDriver},
-		Workspaces: ws, Log: log, Approvals: store, Now: c.now, IndexDir: filepath.Join(dir, "sessions")})
+	cfg := sessions.Config{Drivers: map[string]agent.Driver{"claude": claudeDriver},
+		Workspaces: ws, Log: log, Approvals: store, Now: c.now, IndexDir: filepath.Join(dir, "sessions")}
+	if len(observer) > 0 {
+		cfg.Observer = observer[0]
+	}
+	m, err := sessions.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m, log, store
+}
+
+// eventsObserved records the events an Observer is told of.
+type eventsObserved struct {
+	mu     sync.Mutex
+	events []agent.Event
+}
+
+func (o *eventsObserved) AgentStarted(string, error) {}
+func (o *eventsObserved) EventLogged(_ string, e *agent.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, *e)
 }
 
 func shutdown(t *testing.T, m *sessions.Manager, log *eventlog.Log, store *approvals.Store) {

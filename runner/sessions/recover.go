@@ -77,15 +77,9 @@ func (m *Manager) endOrphan(info *Info, pending []approvals.Record) error {
 		Session: &agent.SessionInfo{Agent: info.Agent, NativeID: info.NativeID, Reason: "exited"}, Error: lost})
 	for _, e := range events {
 		e.SessionID, e.Time = info.ID, now
-		payload, err := e.AppendJSON(nil)
-		if err != nil {
-			return err
-		}
-		seq, err := m.cfg.Log.Append(ctx, info.ID, payload)
-		if err != nil {
+		if _, err := m.logEvent(ctx, info.Agent, info.ID, &e); err != nil {
 			return fmt.Errorf("sessions: end %s in its log: %w", info.ID, err)
 		}
-		e.Seq = int64(seq)
 		if err := m.feed.append(ctx, m.cfg.Log, &e); err != nil {
 			return err
 		}

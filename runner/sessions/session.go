@@ -179,16 +179,10 @@ func (s *session) save() {
 
 // append logs the event with its seq and wakes live readers.
 func (s *session) append(ctx context.Context, e *agent.Event) error {
-	payload, err := e.AppendJSON(nil)
+	seq, err := s.m.logEvent(ctx, s.info.Agent, s.info.ID, e)
 	if err != nil {
 		return err
 	}
-	seq, err := s.m.cfg.Log.Append(ctx, s.info.ID, payload)
-	if err != nil {
-		return err
-	}
-	e.Seq = int64(seq)
-	s.m.cfg.Observer.EventLogged(s.info.Agent, e)
 	s.mu.Lock()
 	s.info.LastSeq = seq
 	for sub := range s.subs {
@@ -202,6 +196,23 @@ func (s *session) append(ctx context.Context, e *agent.Event) error {
 	}
 	s.mu.Unlock()
 	return s.m.feed.append(ctx, s.m.cfg.Log, e)
+}
+
+// logEvent writes e to session id's log, numbers it with its seq and
+// tells the observer: every event a session's log gets goes through here,
+// a live session's and one a restart ends alike.
+func (m *Manager) logEvent(ctx context.Context, agentKind, id string, e *agent.Event) (uint64, error) {
+	payload, err := e.AppendJSON(nil)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := m.cfg.Log.Append(ctx, id, payload)
+	if err != nil {
+		return 0, err
+	}
+	e.Seq = int64(seq)
+	m.cfg.Observer.EventLogged(agentKind, e)
+	return seq, nil
 }
 
 // subscriber is a live reader of a session.
