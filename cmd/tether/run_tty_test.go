@@ -173,7 +173,9 @@ func TestRunStderrIntoAFileIsPlain(t *testing.T) {
 
 // Off a terminal there is neither styling nor a spinner.
 func TestRunOffATerminalIsPlain(t *testing.T) {
-	r := tether(t, t.TempDir(), "", append(withoutEnv(cleanEnv(), "NO_COLOR"), "TERM=xterm-256color"),
+	// tether() adds env to this process's own: an empty NO_COLOR overrides
+	// one the tests inherit, and asks for colour.
+	r := tether(t, t.TempDir(), "", append(cleanEnvOnly(), "TERM=xterm-256color", "NO_COLOR="),
 		"run", "--agent", "mock", "look around")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
