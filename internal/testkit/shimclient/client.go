@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
 // Client calls a shim at Base (http://host:port) as the backend does.
@@ -227,15 +228,13 @@ func (s *Stream) Until(typ string, timeout time.Duration) []Envelope {
 type Child struct {
 	Cmd    *exec.Cmd
 	Port   int
-	stderr *lockedWriter
+	stderr *testenv.SyncBuffer
 	exited chan error
 }
 
 // Stderr is what the shim wrote to stderr so far.
 func (c *Child) Stderr() string {
-	c.stderr.mu.Lock()
-	defer c.stderr.mu.Unlock()
-	return c.stderr.w.String()
+	return c.stderr.String()
 }
 
 // Launch starts the shim command and waits for it to be healthy (30 s,
@@ -248,7 +247,7 @@ func Launch(t testing.TB, env []string, bootstrap string, name string, args ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := &Child{Cmd: cmd, stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan error, 1)}
+	ch := &Child{Cmd: cmd, stderr: &testenv.SyncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = ch.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -314,16 +313,4 @@ func (c *Child) Stop(t testing.TB) {
 		t.Errorf("the shim did not stop within 20 s of SIGTERM\n%s", c.Stderr())
 		<-c.exited
 	}
-}
-
-// lockedWriter lets the child's stderr be read while it writes.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
