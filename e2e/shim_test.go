@@ -126,6 +126,23 @@ func startShimRig(t *testing.T, kind string, args ...string) *shimRig {
 	return &shimRig{c: c, events: c.Events(""), child: child, backend: backend, workspace: workspace, requests: requests, base: base}
 }
 
+// approveAll reads the run's events up to its completion, approving every
+// tool call it is asked about, and returns them, the completion last.
+func (r *shimRig) approveAll(timeout time.Duration) []shimclient.Envelope {
+	var seen []shimclient.Envelope
+	for {
+		e := r.events.Next(timeout)
+		seen = append(seen, e)
+		switch e.Type() {
+		case "decision/tool_approval":
+			r.c.Must(200, "POST", "/resolve", map[string]any{"decisionId": e.Str("decisionId"),
+				"resolution": map[string]any{"type": "tool_approval", "action": "approve"}}, nil)
+		case "completion":
+			return seen
+		}
+	}
+}
+
 // shimBrief is an AgentBrief whose description is the prompt.
 func shimBrief(description string) map[string]any {
 	return map[string]any{"agentId": shimAgentID, "role": "engineer", "description": description, "workstream": "core",
@@ -229,18 +246,7 @@ func shimJourney(t *testing.T, kind string) {
 	}
 	var respawned shim.AgentHandle
 	c.Must(200, "POST", "/spawn", next, &respawned)
-	var third []shimclient.Envelope
-	for done := false; !done; {
-		e := events.Next(long)
-		third = append(third, e)
-		switch e.Type() {
-		case "decision/tool_approval":
-			c.Must(200, "POST", "/resolve", map[string]any{"decisionId": e.Str("decisionId"),
-				"resolution": map[string]any{"type": "tool_approval", "action": "approve"}}, nil)
-		case "completion":
-			done = true
-		}
-	}
+	third := r.approveAll(long)
 	if third[0].Str("action") != "started" || third[0].SourceSequence != 1 || third[len(third)-1].Str("outcome") != "success" {
 		t.Fatalf("respawn: %s", mustJSON(third))
 	}
@@ -368,15 +374,11 @@ func shimSandboxed(t *testing.T, kind string) {
 		prompt = bashPrompt(command)
 	}
 	r.c.Must(200, "POST", "/spawn", shimBrief(prompt), nil)
-	// Every decision is approved: OpenCode asks for the directories
-	// outside its project first, then for the command.
+	// OpenCode asks for the directories outside its project first, then
+	// for the command.
 	var output string
-	for e := r.events.Next(2 * time.Minute); e.Type() != "completion"; e = r.events.Next(2 * time.Minute) {
-		switch {
-		case e.Type() == "decision/tool_approval":
-			r.c.Must(200, "POST", "/resolve", map[string]any{"decisionId": e.Str("decisionId"),
-				"resolution": map[string]any{"type": "tool_approval", "action": "approve", "actionKind": "update"}}, nil)
-		case e.Type() == "tool_call" && e.Str("phase") == "completed":
+	for _, e := range r.approveAll(2 * time.Minute) {
+		if e.Type() == "tool_call" && e.Str("phase") == "completed" {
 			output += string(mustJSON(e.Event["output"])) // {"stdout":…,"exit_code":…}
 		}
 	}
