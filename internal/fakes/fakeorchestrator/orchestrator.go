@@ -73,7 +73,6 @@ type Server struct {
 
 	mu      sync.Mutex
 	addr    string
-	ln      net.Listener
 	srv     *http.Server
 	served  chan struct{}
 	changed chan struct{}
@@ -129,7 +128,7 @@ func (s *Server) listen(addr string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
 	s.mu.Lock()
-	s.ln, s.srv, s.addr, s.served = ln, srv, ln.Addr().String(), served
+	s.srv, s.addr, s.served = srv, ln.Addr().String(), served
 	s.mu.Unlock()
 	go func() { defer close(served); _ = srv.Serve(ln) }()
 	return nil
