@@ -16,7 +16,8 @@ import (
 // question's allow replies with the chosen options' labels, its deny
 // dismisses it.
 func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
-	if _, err := permissionReply(r); err != nil { // a decision and scope OpenCode has, whatever is asked
+	reply, err := permissionReply(r) // a decision and scope OpenCode has, whatever is asked
+	if err != nil {
 		return err
 	}
 	if r.Cause == "" {
@@ -33,7 +34,7 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 		s.mu.Unlock()
 		return &agent.AlreadyResolvedError{First: first}
 	}
-	send, err := s.answer(st, r)
+	path, body, err := s.answer(st, r, reply)
 	if err != nil {
 		s.mu.Unlock()
 		return err
@@ -44,7 +45,7 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 	st.first = &r // claimed: a second answer is refused from here on
 	s.mu.Unlock()
 
-	err = send(ctx)
+	err = s.api.do(ctx, http.MethodPost, path, body, nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -58,42 +59,22 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 }
 
 // answer is the request that tells OpenCode the resolution: a permission
-// reply, or a question's reply (the chosen labels) or rejection. Call with
-// mu held; the request is sent without it.
-func (s *session) answer(st *approvalState, r agent.Resolution) (func(context.Context) error, error) {
-	if st.approval.Kind == agent.ApprovalQuestion {
-		if err := st.approval.CheckAnswers(r); err != nil {
-			return nil, err
-		}
-		if r.Decision == agent.Deny {
-			path, err := oc.QuestionRejectPath(r.ApprovalID)
-			return func(ctx context.Context) error {
-				if err != nil {
-					return err
-				}
-				return s.api.do(ctx, http.MethodPost, path, nil, nil)
-			}, nil
-		}
-		path, err := oc.QuestionReplyPath(r.ApprovalID)
-		body := questionReply(st, r.Answers)
-		return func(ctx context.Context) error {
-			if err != nil {
-				return err
-			}
-			return s.api.do(ctx, http.MethodPost, path, body, nil)
-		}, nil
+// reply, or a question's reply (the chosen labels) or rejection, each a
+// POST of body to path. Call with mu held; the request is sent without it.
+func (s *session) answer(st *approvalState, r agent.Resolution, reply oc.PermissionReply) (path string, body any, err error) {
+	if st.approval.Kind != agent.ApprovalQuestion {
+		path, err = oc.PermissionReplyPath(r.ApprovalID)
+		return path, oc.PermissionReplyRequest{Reply: reply, Message: replyMessage(r)}, err
 	}
-	reply, err := permissionReply(r)
-	if err != nil {
-		return nil, err
+	if err := st.approval.CheckAnswers(r); err != nil {
+		return "", nil, err
 	}
-	path, perr := oc.PermissionReplyPath(r.ApprovalID)
-	return func(ctx context.Context) error {
-		if perr != nil {
-			return perr
-		}
-		return s.api.do(ctx, http.MethodPost, path, oc.PermissionReplyRequest{Reply: reply, Message: replyMessage(r)}, nil)
-	}, nil
+	if r.Decision == agent.Deny {
+		path, err = oc.QuestionRejectPath(r.ApprovalID)
+		return path, nil, err
+	}
+	path, err = oc.QuestionReplyPath(r.ApprovalID)
+	return path, questionReply(st, r.Answers), err
 }
 
 func permissionReply(r agent.Resolution) (oc.PermissionReply, error) {
