@@ -2,9 +2,38 @@ package main
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/spf13/pflag"
+	"github.com/tetherhq/tether/internal/gcfloor"
 	"github.com/tetherhq/tether/server"
 )
+
+// defineAgentFlags defines how a runner runs its agents, the flags
+// tether serve and tether daemon share: the CLIs (read with cliFlags),
+// the sandbox (read with sandboxOn) and the agents' limits.
+func defineAgentFlags(fl *pflag.FlagSet, cfg *server.Config, clis *[]string, sandbox *string) {
+	fl.StringArrayVar(clis, "cli", nil,
+		"an agent's CLI, `[NAME=]PATH` with NAME claude, codex or opencode; repeatable; a bare PATH is claude's (default: each looked up on PATH)")
+	fl.StringVar(sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")
+	fl.StringArrayVar(&cfg.SandboxReadOnly, "sandbox-ro", nil, "also show agents this `PATH`, read-only (repeatable): a shared toolchain, a package cache")
+	fl.BoolVar(&cfg.AllowToolNetwork, "allow-tool-network", false, "let sessions ask for network in Bash commands")
+	fl.BoolVar(&cfg.AllowUntestedAgents, "allow-untested-agents", false,
+		"run Codex and OpenCode CLIs of another version than the tested one (codex 0.169.0, opencode 1.18.33)")
+	fl.DurationVar(&cfg.TurnTimeout, "turn-timeout", 2*time.Hour,
+		"how long a Codex or OpenCode turn may run before it ends as failed (0: no limit)")
+	fl.StringSliceVar(&cfg.AgentEnv, "agent-env", nil,
+		"`NAMES` of this process's environment variables to hand to agents too, comma-separated (names, not NAME=value)")
+}
+
+// defineProcessFlags defines the flags of a long-running process's logs
+// and collector, which tether serve and tether daemon share.
+func defineProcessFlags(fl *pflag.FlagSet, logFormat, logLevel *string, heapFloor *int64) {
+	fl.StringVar(logFormat, "log-format", "text", "log lines on stderr as `text` or json")
+	fl.StringVar(logLevel, "log-level", "info", "least severe log lines kept: debug, info, warn or error")
+	fl.Int64Var(heapFloor, "gc-heap-floor", gcfloor.Default,
+		"heap `BYTES` below which the Go collector does not run (fewer collections while events stream; 0 or GOGC set: off)")
+}
 
 // sandboxOn reads --sandbox, on or off.
 func sandboxOn(value string) (bool, error) {

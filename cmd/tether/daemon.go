@@ -93,24 +93,11 @@ func newDaemonCmd() *cobra.Command {
 	fl.StringVar(&data, "data", "tether-daemon-data", "`DIR` for sessions, their event log, workspaces and the paired key")
 	fl.StringVar(&cfg.DefaultAgent, "default-agent", "",
 		"the agent `KIND` of a session created without one (default: MAST_DEFAULT_AGENT, else opencode, claude, codex, mock, the first there)")
-	fl.StringArrayVar(&clis, "cli", nil,
-		"an agent's CLI, `[NAME=]PATH` with NAME claude, codex or opencode; repeatable (default: each looked up on PATH)")
 	fl.StringVar(&cfg.Agents.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per session's workspace (default: DATA/workspaces)")
-	fl.StringVar(&sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")
-	fl.StringArrayVar(&cfg.Agents.SandboxReadOnly, "sandbox-ro", nil, "also show agents this `PATH`, read-only (repeatable): a shared toolchain, a package cache")
-	fl.BoolVar(&cfg.Agents.AllowToolNetwork, "allow-tool-network", false, "let sessions ask for network in Bash commands")
-	fl.BoolVar(&cfg.Agents.AllowUntestedAgents, "allow-untested-agents", false,
-		"run Codex and OpenCode CLIs of another version than the tested one")
-	fl.DurationVar(&cfg.Agents.TurnTimeout, "turn-timeout", 2*time.Hour,
-		"how long a Codex or OpenCode turn may run before it ends as failed (0: no limit)")
-	fl.StringSliceVar(&cfg.Agents.AgentEnv, "agent-env", nil,
-		"`NAMES` of this process's environment variables to hand to agents too, comma-separated")
 	fl.DurationVar(&cfg.Agents.ApprovalTimeout, "approval-timeout", 30*time.Minute,
 		"how long a permission waits for the phone before it is denied (0: until its session ends)")
-	fl.StringVar(&logFormat, "log-format", "text", "log lines on stderr as `text` or json")
-	fl.StringVar(&logLevel, "log-level", "info", "least severe log lines kept: debug, info, warn or error")
-	fl.Int64Var(&heapFloor, "gc-heap-floor", gcfloor.Default,
-		"heap `BYTES` below which the Go collector does not run (fewer collections while events stream; 0 or GOGC set: off)")
 	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long sessions may take to stop after SIGTERM")
+	defineAgentFlags(fl, &cfg.Agents, &clis, &sandbox)
+	defineProcessFlags(fl, &logFormat, &logLevel, &heapFloor)
 	return cmd
 }

@@ -133,19 +133,8 @@ func newServeCmd() *cobra.Command {
 	fl.StringVar(&cfg.Addr, "addr", server.DefaultAddr, "listen `ADDRESS`")
 	fl.StringVar(&cfg.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per workspace (default: DATA/workspaces)")
 	fl.StringVar(&data, "data", "tether-data", "`DIR` for the event log, the agents' private homes and a generated token")
-	fl.StringArrayVar(&clis, "cli", nil,
-		"an agent's CLI, `[NAME=]PATH` with NAME claude, codex or opencode; repeatable; a bare PATH is claude's (default: each looked up on PATH)")
 	fl.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate `FILE` (serves wss://)")
 	fl.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key `FILE`")
-	fl.StringVar(&sandbox, "sandbox", "on", "run agents under bubblewrap: `on` or off")
-	fl.StringArrayVar(&cfg.SandboxReadOnly, "sandbox-ro", nil, "also show agents this `PATH`, read-only (repeatable): a shared toolchain, a package cache")
-	fl.BoolVar(&cfg.AllowToolNetwork, "allow-tool-network", false, "let sessions ask for network in Bash commands")
-	fl.BoolVar(&cfg.AllowUntestedAgents, "allow-untested-agents", false,
-		"run Codex and OpenCode CLIs of another version than the tested one (codex 0.169.0, opencode 1.18.33)")
-	fl.DurationVar(&cfg.TurnTimeout, "turn-timeout", 2*time.Hour,
-		"how long a Codex or OpenCode turn may run before it ends as failed (0: no limit)")
-	fl.StringSliceVar(&cfg.AgentEnv, "agent-env", nil,
-		"`NAMES` of this process's environment variables to hand to agents too, comma-separated (names, not NAME=value)")
 	fl.StringVar(&tokenFile, "auth-token-file", "", "`FILE` with bearer tokens, one per line")
 	fl.DurationVar(&cfg.GracePeriod, "grace", 60*time.Second, "how long a session outlives its connection")
 	fl.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", 30*time.Minute,
@@ -158,9 +147,7 @@ func newServeCmd() *cobra.Command {
 		"how long the event log gathers frames into one commit (longer: fewer fsyncs, more frames lost with a crash)")
 	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", "",
 		"serve /metrics on its own listener at `ADDRESS`, without a token (default: on --addr, behind the hosts' tokens)")
-	fl.StringVar(&logFormat, "log-format", "text", "log lines on stderr as `text` or json")
-	fl.StringVar(&logLevel, "log-level", "info", "least severe log lines kept: debug, info, warn or error")
-	fl.Int64Var(&heapFloor, "gc-heap-floor", gcfloor.Default,
-		"heap `BYTES` below which the Go collector does not run (fewer collections while relaying; 0 or GOGC set: off)")
+	defineAgentFlags(fl, &cfg, &clis, &sandbox)
+	defineProcessFlags(fl, &logFormat, &logLevel, &heapFloor)
 	return cmd
 }
