@@ -153,14 +153,11 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 		}
 		var m *message
 		m, out = p.ensure(id, "assistant", out)
-		part := maps.Clone(m.part(e.Delta.ItemID))
+		part := m.part(e.Delta.ItemID) // changed in place: events and snapshots get clones
 		if part == nil {
 			part = Part{"id": e.Delta.ItemID, "status": string(agent.ItemInProgress)}
 		}
-		key := map[agent.Field]string{agent.FieldText: "content", agent.FieldOutput: "output", agent.FieldInput: "inputText"}[e.Delta.Field]
-		if key == "" {
-			key = string(e.Delta.Field)
-		}
+		key := deltaKey(e.Delta.Field)
 		prev, _ := part[key].(string)
 		part[key] = prev + e.Delta.Text
 		if part["type"] == nil {
@@ -287,6 +284,19 @@ func (p *projector) snapshot(since int64) []Message {
 		out = append(out, c)
 	}
 	return out
+}
+
+// deltaKey is the part's key a delta of field adds to.
+func deltaKey(field agent.Field) string {
+	switch field {
+	case agent.FieldText:
+		return "content"
+	case agent.FieldOutput:
+		return "output"
+	case agent.FieldInput:
+		return "inputText"
+	}
+	return string(field)
 }
 
 // partOf is an item as a message part.
