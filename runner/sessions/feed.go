@@ -70,35 +70,9 @@ func (m *Manager) Feed(ctx context.Context, after uint64) iter.Seq2[FeedEvent, e
 	return func(yield func(FeedEvent, error) bool) {
 		for {
 			woken := m.feed.woken()
-			if recent, ok := m.feed.since(after); ok {
-				for _, fe := range recent {
-					after = fe.Pos
-					if !yield(fe, nil) {
-						return
-					}
-				}
-				select {
-				case <-woken:
-				case <-ctx.Done():
-					yield(FeedEvent{}, ctx.Err())
-					return
-				}
-				continue
-			}
-			for ev, err := range m.cfg.Log.Read(ctx, FeedName, after) {
-				if err != nil {
-					yield(FeedEvent{}, fmt.Errorf("sessions: feed after %d: %w", after, err))
-					return
-				}
-				var e agent.Event
-				if err := json.Unmarshal(ev.Payload, &e); err != nil {
-					yield(FeedEvent{}, fmt.Errorf("sessions: feed event %d: %w", ev.Seq, err))
-					return
-				}
-				after = ev.Seq
-				if !yield(FeedEvent{Pos: ev.Seq, Event: e}, nil) {
-					return
-				}
+			var more bool
+			if after, more = m.feedAfter(ctx, after, yield); !more {
+				return
 			}
 			select {
 			case <-woken:
@@ -108,4 +82,35 @@ func (m *Manager) Feed(ctx context.Context, after uint64) iter.Seq2[FeedEvent, e
 			}
 		}
 	}
+}
+
+// feedAfter yields what the feed holds after position after: from memory
+// while it still holds that far back, else from the log. It returns the
+// last position yielded, and false once the reader is done or failed.
+func (m *Manager) feedAfter(ctx context.Context, after uint64, yield func(FeedEvent, error) bool) (uint64, bool) {
+	if recent, ok := m.feed.since(after); ok {
+		for _, fe := range recent {
+			after = fe.Pos
+			if !yield(fe, nil) {
+				return after, false
+			}
+		}
+		return after, true
+	}
+	for ev, err := range m.cfg.Log.Read(ctx, FeedName, after) {
+		if err != nil {
+			yield(FeedEvent{}, fmt.Errorf("sessions: feed after %d: %w", after, err))
+			return after, false
+		}
+		var e agent.Event
+		if err := json.Unmarshal(ev.Payload, &e); err != nil {
+			yield(FeedEvent{}, fmt.Errorf("sessions: feed event %d: %w", ev.Seq, err))
+			return after, false
+		}
+		after = ev.Seq
+		if !yield(FeedEvent{Pos: ev.Seq, Event: e}, nil) {
+			return after, false
+		}
+	}
+	return after, true
 }
