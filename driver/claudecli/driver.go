@@ -196,6 +196,6 @@ func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec, toolNetwor
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = sc.Path, sc.Args, sc.Env, sc.Files
+	agentproc.Run(cmd, sc)
 	return cmd, policy, nil
 }

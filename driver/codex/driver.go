@@ -181,11 +181,9 @@ func (d *Driver) command(req agent.StartRequest, env []string) (*transport.Comma
 	// network), built with bubblewrap: it needs to create namespaces.
 	policy := *d.cfg.Sandbox
 	policy.NestedSandboxes = true
-	sc, err := agentproc.Sandboxed(policy, req.Workspace, req.Home, d.cliPath, args, env)
-	if err != nil {
+	if err := agentproc.Sandbox(cmd, policy, req.Workspace, req.Home); err != nil {
 		return nil, fmt.Errorf("codex: sandbox: %w", err)
 	}
-	cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = sc.Path, sc.Args, sc.Env, sc.Files
 	return cmd, nil
 }
 

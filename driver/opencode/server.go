@@ -79,11 +79,9 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, e
 		Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace,
 		Logger: d.log, Stderr: func(line string) { d.log.Debug("opencode: stderr", "line", line) }}
 	if d.cfg.Sandbox != nil {
-		sc, err := agentproc.Sandboxed(*d.cfg.Sandbox, req.Workspace, req.Home, cmd.Path, cmd.Args, env)
-		if err != nil {
+		if err := agentproc.Sandbox(cmd, *d.cfg.Sandbox, req.Workspace, req.Home); err != nil {
 			return nil, fmt.Errorf("opencode: sandbox: %w", err)
 		}
-		cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = sc.Path, sc.Args, sc.Env, sc.Files
 	}
 	conn, err := cmd.Connect(ctx)
 	if err != nil {

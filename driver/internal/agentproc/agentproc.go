@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/transport"
 )
 
 // ErrHomeFile: a home file's path leaves the home.
@@ -67,16 +68,27 @@ func FindCLI(name string, env []string) (string, error) {
 	return filepath.Abs(p)
 }
 
-// Sandboxed is the command that runs cli with args under a copy of policy
-// for one session: its workspace and home bound read-write, env as its
-// whole environment, the network on (the agent reaches its model API and,
-// for a server, its own port), and the CLI's installation readable. Its
-// Files go to transport.Command.ExtraFiles.
-func Sandboxed(policy sandbox.Policy, workspace, home, cli string, args, env []string) (*sandbox.Command, error) {
+// Sandbox makes cmd run its program under a copy of policy for one
+// session: its workspace and home bound read-write, cmd's environment as
+// its whole environment, the network on (the agent reaches its model API
+// and, for a server, its own port), and the CLI's installation readable.
+func Sandbox(cmd *transport.Command, policy sandbox.Policy, workspace, home string) error {
 	policy.Workspace, policy.Home, policy.Network = workspace, home, true
-	policy.Env = EnvMap(env)
-	policy.ReadOnly = append(slices.Clip(policy.ReadOnly), CLIDirs(cli, env)...)
-	return policy.Wrap(cli, args)
+	policy.Env = EnvMap(cmd.Env)
+	policy.ReadOnly = append(slices.Clip(policy.ReadOnly), CLIDirs(cmd.Path, cmd.Env)...)
+	sc, err := policy.Wrap(cmd.Path, cmd.Args)
+	if err != nil {
+		return err
+	}
+	Run(cmd, sc)
+	return nil
+}
+
+// Run makes cmd run sc, a sandboxed command: bwrap as its program, with
+// sc's arguments and environment, and the files bwrap reads as its extra
+// descriptors (Connect closes them).
+func Run(cmd *transport.Command, sc *sandbox.Command) {
+	cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = sc.Path, sc.Args, sc.Env, sc.Files
 }
 
 // WriteHomeFiles writes files under home at their relative paths (mode

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetherhq/tether/driver/internal/agentproc"
 	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/transport"
 )
 
 func TestWriteHomeFiles(t *testing.T) {
@@ -179,12 +180,14 @@ func TestSandboxedShowsTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws, home := t.TempDir(), t.TempDir()
-	sc, err := agentproc.Sandboxed(sandbox.Policy{}, ws, home, cli, []string{"serve"}, []string{"A=1"})
-	if err != nil {
+	cmd := &transport.Command{Path: cli, Args: []string{"serve"}, Env: []string{"A=1"}}
+	if err := agentproc.Sandbox(cmd, sandbox.Policy{}, ws, home); err != nil {
 		t.Fatal(err)
 	}
-	sc.Close()
-	joined, env := strings.Join(sc.Args, " "), sc.Env
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+	joined, env := strings.Join(cmd.Args, " "), cmd.Env
 	if !strings.Contains(joined, "--ro-bind "+filepath.Join(root, "node_modules")) || !strings.HasSuffix(joined, cli+" serve") ||
 		!slices.Contains(env, "A=1") {
 		t.Fatalf("args %s env %q", joined, env)
