@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -222,4 +223,22 @@ func FuzzAppendJSONText(f *testing.F) {
 			t.Fatalf("AppendJSON\n got %s\nwant %s (%v)", got, want, err)
 		}
 	})
+}
+
+// A question's options are numbered from 0; ids and labels map both ways,
+// in the order asked, passing over what names no option.
+func TestQuestionOptions(t *testing.T) {
+	q := agent.NewQuestion("Which?", true, []string{"red", "green", "blue"})
+	if len(q.Options) != 3 || q.Options[2] != (agent.Option{ID: "2", Label: "blue"}) || !q.MultiSelect {
+		t.Fatalf("%+v", q)
+	}
+	if got := q.Labels([]string{"2", "9", "0"}); !slices.Equal(got, []string{"blue", "red"}) {
+		t.Fatalf("labels %q", got)
+	}
+	if got := q.Labels(nil); got == nil || len(got) != 0 {
+		t.Fatalf("no ids: %#v, want an empty list", got)
+	}
+	if got := q.IDs([]string{"green", "pink", "red"}); !slices.Equal(got, []string{"1", "0"}) {
+		t.Fatalf("ids %q", got)
+	}
 }

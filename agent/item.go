@@ -1,6 +1,10 @@
 package agent
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+)
 
 // ItemType is what an item is.
 type ItemType string
@@ -117,6 +121,40 @@ type Question struct {
 type Option struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+}
+
+// NewQuestion is a question among labels, numbered from 0 as their ids:
+// how the drivers name the options of an agent's own question.
+func NewQuestion(prompt string, multiSelect bool, labels []string) *Question {
+	q := &Question{Prompt: prompt, MultiSelect: multiSelect}
+	for i, label := range labels {
+		q.Options = append(q.Options, Option{ID: strconv.Itoa(i), Label: label})
+	}
+	return q
+}
+
+// Labels are the labels of the options ids name, in their order; an id of
+// no option is passed over.
+func (q *Question) Labels(ids []string) []string {
+	labels := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if i := slices.IndexFunc(q.Options, func(o Option) bool { return o.ID == id }); i >= 0 {
+			labels = append(labels, q.Options[i].Label)
+		}
+	}
+	return labels
+}
+
+// IDs are the ids of the options labels name, in their order; a label of
+// no option is passed over.
+func (q *Question) IDs(labels []string) []string {
+	var ids []string
+	for _, label := range labels {
+		if i := slices.IndexFunc(q.Options, func(o Option) bool { return o.Label == label }); i >= 0 {
+			ids = append(ids, q.Options[i].ID)
+		}
+	}
+	return ids
 }
 
 // Field names what an item.delta extends.

@@ -2,7 +2,6 @@ package claudecli
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/tetherhq/tether/agent"
@@ -34,11 +33,11 @@ func askQuestion(input json.RawMessage) (q *agent.Question, ok bool) {
 		return nil, false
 	}
 	first := in.Questions[0]
-	q = &agent.Question{Prompt: first.Question, MultiSelect: first.MultiSelect}
+	labels := make([]string, len(first.Options))
 	for i, o := range first.Options {
-		q.Options = append(q.Options, agent.Option{ID: strconv.Itoa(i), Label: o.Label})
+		labels[i] = o.Label
 	}
-	return q, true
+	return agent.NewQuestion(first.Question, first.MultiSelect, labels), true
 }
 
 // answeredInput is AskUserQuestion's input with the answers as Claude
@@ -49,15 +48,7 @@ func answeredInput(input json.RawMessage, q *agent.Question, answers []string) (
 	if err := json.Unmarshal(input, &fields); err != nil {
 		return nil, err
 	}
-	labels := make([]string, 0, len(answers))
-	for _, id := range answers {
-		for _, o := range q.Options {
-			if o.ID == id {
-				labels = append(labels, o.Label)
-			}
-		}
-	}
-	chosen, err := json.Marshal(map[string]string{q.Prompt: strings.Join(labels, ", ")})
+	chosen, err := json.Marshal(map[string]string{q.Prompt: strings.Join(q.Labels(answers), ", ")})
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,6 @@
 package opencode
 
 import (
-	"slices"
-	"strconv"
-
 	"github.com/tetherhq/tether/agent"
 	oc "github.com/tetherhq/tether/protocol/opencode"
 )
@@ -32,11 +29,11 @@ func (m *mapper) questionAsked(r *oc.QuestionRequest, raw []byte) []agent.Event 
 // has it, the options numbered from 0: the same for its item and its
 // approval.
 func questionOf(info oc.QuestionInfo) *agent.Question {
-	q := &agent.Question{Prompt: info.Question, MultiSelect: info.Multiple}
+	labels := make([]string, len(info.Options))
 	for i, o := range info.Options {
-		q.Options = append(q.Options, agent.Option{ID: strconv.Itoa(i), Label: o.Label})
+		labels[i] = o.Label
 	}
-	return q
+	return agent.NewQuestion(info.Question, info.Multiple, labels)
 }
 
 // questionReplied is the agent's word that a question was answered (by
@@ -45,11 +42,7 @@ func questionOf(info oc.QuestionInfo) *agent.Question {
 func (m *mapper) questionReplied(p *oc.QuestionReplied, raw []byte) []agent.Event {
 	r := agent.Resolution{ApprovalID: p.RequestID, Decision: agent.Allow, Cause: agent.CauseAgent, At: m.now()}
 	if st := m.approvals[p.RequestID]; st != nil && len(p.Answers) > 0 && st.approval.Question != nil {
-		for _, label := range p.Answers[0] {
-			if i := slices.IndexFunc(st.approval.Question.Options, func(o agent.Option) bool { return o.Label == label }); i >= 0 {
-				r.Answers = append(r.Answers, st.approval.Question.Options[i].ID)
-			}
-		}
+		r.Answers = st.approval.Question.IDs(p.Answers[0])
 	}
 	return m.resolved(r, raw)
 }
@@ -62,15 +55,7 @@ func (m *mapper) questionRejected(p *oc.QuestionRejected, raw []byte) []agent.Ev
 // chosen labels of the first question, nothing chosen for the others.
 func questionReply(st *approvalState, answers []string) oc.QuestionReplyRequest {
 	req := oc.QuestionReplyRequest{Answers: make([][]string, max(st.questions, 1))}
-	chosen := []string{}
-	for _, id := range answers {
-		for _, o := range st.approval.Question.Options {
-			if o.ID == id {
-				chosen = append(chosen, o.Label)
-			}
-		}
-	}
-	req.Answers[0] = chosen
+	req.Answers[0] = st.approval.Question.Labels(answers)
 	for i := 1; i < len(req.Answers); i++ {
 		req.Answers[i] = []string{}
 	}
