@@ -109,7 +109,7 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
 		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report}
 	if cfg.Agent == "mock" {
-		shimCfg.ResumeOptions = mockResumeOptions
+		shimCfg.ResumeOptions = mock.ResumeOptions
 	}
 	sh, err := shim.New(shimCfg)
 	if err != nil {
@@ -146,13 +146,6 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 		err = nil
 	}
 	return errors.Join(err, closeErr, core.sessions.Shutdown(stopCtx))
-}
-
-// mockResumeOptions continue the mock from a checkpoint's script
-// position, in this process or another.
-func mockResumeOptions(turns int) json.RawMessage {
-	b, _ := json.Marshal(mock.Options{Turns: turns})
-	return b
 }
 
 // tempDataDir is a temporary data directory outside parent (the

@@ -147,6 +147,13 @@ type Options struct {
 	Turns int `json:"turns"`
 }
 
+// ResumeOptions are the start options that continue a conversation of
+// turns turns from its script position, in this process or another.
+func ResumeOptions(turns int) json.RawMessage {
+	b, _ := json.Marshal(Options{Turns: turns}) // an int field: cannot fail
+	return b
+}
+
 // parseOptions reads the options: only turns, with a resume (an empty
 // object or null is no options).
 func parseOptions(raw json.RawMessage, resume string) (Options, error) {

@@ -2,7 +2,6 @@ package shim_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -55,7 +54,7 @@ func start(t *testing.T, d agent.Driver, configure func(*shim.Config)) *harness 
 	}
 	cfg := shim.Config{Sessions: m, Agent: d.Name(), WorkspaceID: "project"}
 	if d.Name() == "mock" { // as tether shim assembles it
-		cfg.ResumeOptions = func(turns int) json.RawMessage { b, _ := json.Marshal(mock.Options{Turns: turns}); return b }
+		cfg.ResumeOptions = mock.ResumeOptions
 	}
 	if configure != nil {
 		configure(&cfg)
