@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/runner/approvals"
@@ -25,14 +26,14 @@ import (
 type Core struct {
 	Sessions *sessions.Manager
 	cfg      Config
-	log      *eventlog.Log
-	store    *approvals.Store
-	proxies  *keyProxies
-	stop     func()
+	canonical
+	stop func()
 }
 
 // OpenCore assembles the core from cfg's data, workspace, agent and
 // approval settings (the listening and auth settings are not read).
+// Unlike a runner, a daemon runs without Claude Code when its CLI is not
+// installed (and was not named): its other agents still serve.
 func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -43,51 +44,92 @@ func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 	if err := makeDirs(cfg); err != nil {
 		return nil, err
 	}
-	c := &Core{cfg: cfg, proxies: newKeyProxies(cfg.Sandbox, log)}
+	c := &Core{cfg: cfg}
+	if c.canonical, err = openCanonical(cfg, log, canonicalOptions{claudeOptional: true}); err != nil {
+		return nil, err
+	}
+	c.Sessions = c.sessions
+	c.stop = expireApprovals(c.Sessions, log)
+	return c, nil
+}
+
+// canonical is what tether serve and tether daemon both open: the event
+// log, the workspaces, Claude Code's driver, the approvals and the
+// sessions of every agent the configuration offers.
+type canonical struct {
+	log        *eventlog.Log
+	approvals  *approvals.Store
+	proxies    *keyProxies
+	workspaces *workspace.Manager
+	claude     *claudecli.Driver
+	sessions   *sessions.Manager
+}
+
+// canonicalOptions are where the two differ.
+type canonicalOptions struct {
+	// claudeOptional leaves Claude Code out, as unavailable, when its CLI
+	// is not found and was not named.
+	claudeOptional bool
+	onCommit       func(took time.Duration, events int, err error) // the event log's
+	observer       sessions.Observer
+}
+
+// openCanonical opens the canonical core; on an error nothing is left
+// open.
+func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonical, err error) {
+	c.proxies = newKeyProxies(cfg.Sandbox, log)
 	defer func() {
 		if err != nil {
 			c.close()
 		}
 	}()
-	if c.log, err = eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log, FlushInterval: cfg.LogCommitWindow}); err != nil {
-		return nil, err
+	if c.log, err = eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log,
+		FlushInterval: cfg.LogCommitWindow, OnCommit: o.onCommit}); err != nil {
+		return c, err
 	}
-	ws, err := workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")})
-	if err != nil {
-		return nil, err
+	if c.workspaces, err = workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")}); err != nil {
+		return c, err
 	}
 	claudeEnv, err := claudeProvider(agentEnv("claude", os.Environ(), cfg.AgentEnv), c.proxies)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
-	// Unlike a runner, a daemon runs without Claude Code when its CLI is
-	// not installed (and was not named): its other agents still serve.
-	drv, err := claudecli.New(driverConfig(cfg, claudeEnv.env, log))
 	claudeMissing := ""
-	if err != nil {
-		if cfg.CLIPath != "" {
-			return nil, err
+	if c.claude, err = claudecli.New(driverConfig(cfg, claudeEnv.env, log)); err != nil {
+		if !o.claudeOptional || cfg.CLIPath != "" {
+			return c, err
 		}
-		claudeMissing, drv = err.Error(), &claudecli.Driver{}
+		claudeMissing, c.claude = err.Error(), &claudecli.Driver{}
 	}
-	if c.store, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
-		return nil, err
+	if c.approvals, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
+		return c, err
 	}
-	drivers, unavailable, err := canonicalDrivers(cfg, drv, c.proxies, log)
+	// Claude Code under the same policy (CLI, environment, sandbox) as
+	// protocol v1's sessions, and every other agent the runner has: a
+	// workspace is one session's at a time whichever front end opened it.
+	drivers, unavailable, err := canonicalDrivers(cfg, c.claude, c.proxies, log)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	if claudeMissing != "" {
 		delete(drivers, "claude")
 		unavailable["claude"] = claudeMissing
 	}
-	if c.Sessions, err = sessions.New(sessions.Config{Drivers: drivers, Unavailable: unavailable,
-		Workspaces: ws, Log: c.log, Approvals: c.store, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
-		IndexDir: filepath.Join(cfg.DataDir, "sessions")}); err != nil {
-		return nil, err
+	c.sessions, err = sessions.New(sessions.Config{Drivers: drivers, Unavailable: unavailable,
+		Workspaces: c.workspaces, Log: c.log, Approvals: c.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
+		IndexDir: filepath.Join(cfg.DataDir, "sessions"), Observer: o.observer})
+	return c, err
+}
+
+// close releases what openCanonical opened (the sessions shut down first).
+func (c canonical) close() {
+	if c.approvals != nil {
+		c.approvals.Close()
 	}
-	c.stop = expireApprovals(c.Sessions, log)
-	return c, nil
+	c.proxies.Close()
+	if c.log != nil {
+		c.log.Close()
+	}
 }
 
 // AgentHealth says, for every agent kind the core knows, whether it can
@@ -143,11 +185,5 @@ func (c *Core) close() {
 	if c.stop != nil {
 		c.stop()
 	}
-	if c.store != nil {
-		c.store.Close()
-	}
-	c.proxies.Close()
-	if c.log != nil {
-		c.log.Close()
-	}
+	c.canonical.close()
 }

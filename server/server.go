@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,11 +22,8 @@ import (
 	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/metrics"
 	"github.com/tetherhq/tether/runner"
-	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/auth"
-	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
-	"github.com/tetherhq/tether/runner/workspace"
 )
 
 // DefaultAddr is where a runner listens unless told otherwise.
@@ -264,12 +260,9 @@ func (h *handlers) wait() {
 }
 
 type parts struct {
+	canonical
 	runner     *runner.Runner
-	log        *eventlog.Log
 	v1         *protov1.Server
-	proxies    *keyProxies
-	sessions   *sessions.Manager
-	approvals  *approvals.Store
 	metrics    *metrics.Metrics
 	stopExpiry func()
 
@@ -316,45 +309,17 @@ func makeDirs(cfg Config) error {
 }
 
 func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
-	p := &parts{proxies: newKeyProxies(cfg.Sandbox, log), metrics: metrics.New(metrics.Options{Process: true})}
+	p := &parts{metrics: metrics.New(metrics.Options{Process: true})}
+	if p.canonical, err = openCanonical(cfg, log, canonicalOptions{onCommit: p.metrics.LogCommitted, observer: p.metrics}); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			p.close()
 		}
 	}()
-	if p.log, err = eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log, FlushInterval: cfg.LogCommitWindow,
-		OnCommit: p.metrics.LogCommitted}); err != nil {
-		return nil, err
-	}
-	ws, err := workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")})
-	if err != nil {
-		return nil, err
-	}
-	claudeEnv, err := claudeProvider(agentEnv("claude", os.Environ(), cfg.AgentEnv), p.proxies)
-	if err != nil {
-		return nil, err
-	}
-	drv, err := claudecli.New(driverConfig(cfg, claudeEnv.env, log))
-	if err != nil {
-		return nil, err
-	}
-	if p.runner, err = runner.New(runner.Config{Log: p.log, Workspaces: ws, Driver: drv, GracePeriod: cfg.GracePeriod,
+	if p.runner, err = runner.New(runner.Config{Log: p.log, Workspaces: p.workspaces, Driver: p.claude, GracePeriod: cfg.GracePeriod,
 		MaxSessions: cfg.MaxSessions, Logger: log.With("agent", "claude")}); err != nil {
-		return nil, err
-	}
-	if p.approvals, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
-		return nil, err
-	}
-	// Claude Code under the same policy (CLI, environment, sandbox) as
-	// protocol v1's sessions, and every other agent the runner has: a
-	// workspace is one session's at a time whichever front end opened it.
-	drivers, unavailable, err := canonicalDrivers(cfg, drv, p.proxies, log)
-	if err != nil {
-		return nil, err
-	}
-	if p.sessions, err = sessions.New(sessions.Config{Drivers: drivers, Unavailable: unavailable,
-		Workspaces: ws, Log: p.log, Approvals: p.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
-		IndexDir: filepath.Join(cfg.DataDir, "sessions"), Observer: p.metrics}); err != nil {
 		return nil, err
 	}
 	p.metrics.Watch(metrics.Sources{Sessions: p.sessions, ProtocolV1Sessions: func() int { return len(p.runner.Sessions()) }})
@@ -364,15 +329,7 @@ func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 }
 
 // close releases what assemble opened, for a runner that does not start.
-func (p *parts) close() {
-	if p.approvals != nil {
-		p.approvals.Close()
-	}
-	p.proxies.Close()
-	if p.log != nil {
-		p.log.Close()
-	}
-}
+func (p *parts) close() { p.canonical.close() }
 
 func driverConfig(cfg Config, env map[string]string, log *slog.Logger) claudecli.Config {
 	dc := claudecli.Config{CLIPath: cfg.CLIPath, Env: env, Logger: log,
