@@ -479,6 +479,13 @@ func TestServeSIGHUPRevokesTokens(t *testing.T) {
 		t.Fatalf("init: %v\n%s", f, p.log())
 	}
 
+	// A connection on token A that has not sent its init frame yet.
+	idleA, code := dial(tokA)
+	if code != http.StatusSwitchingProtocols {
+		t.Fatalf("token A's second connection before the reload: %d", code)
+	}
+	defer idleA.CloseNow()
+
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+p.addr+"/v1/events", nil)
 	req.Header.Set("Authorization", "Bearer "+tokA)
 	req.Header.Set("Accept", "text/event-stream")
@@ -493,10 +500,12 @@ func TestServeSIGHUPRevokesTokens(t *testing.T) {
 	if _, err := io.Copy(io.Discard, feed.Body); ctx.Err() != nil {
 		t.Fatalf("token A's event stream is still open after its revocation: %v", err)
 	}
-	_, _, err = wsA.Read(ctx)
-	var closed websocket.CloseError
-	if !errors.As(err, &closed) || closed.Code != websocket.StatusPolicyViolation || !strings.Contains(closed.Reason, "revoked") {
-		t.Fatalf("token A's connection after its revocation: %v", err)
+	for name, ws := range map[string]*websocket.Conn{"session": wsA, "before its init": idleA} {
+		_, _, err = ws.Read(ctx)
+		var closed websocket.CloseError
+		if !errors.As(err, &closed) || closed.Code != websocket.StatusPolicyViolation || !strings.Contains(closed.Reason, "revoked") {
+			t.Fatalf("token A's connection (%s) after its revocation: %v", name, err)
+		}
 	}
 	for tok, want := range map[string]int{tokA: http.StatusUnauthorized, tokB: http.StatusSwitchingProtocols, tokC: http.StatusSwitchingProtocols} {
 		ws, code := dial(tok)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -31,8 +32,23 @@ type conn struct {
 	items [][]byte
 }
 
-func (c *conn) run(ctx context.Context) {
+func (c *conn) run(request context.Context) {
 	defer c.ws.CloseNow()
+	// The connection reads and writes under ctx, which the request's end
+	// does not cut by itself: a cancelled read drops the WebSocket at
+	// once, with no close frame to say why. A request that ends for a
+	// cause of its own (a revoked token) closes the connection saying so;
+	// one merely cancelled (the runner stopping) ends the wait for init,
+	// but not a session's connection, whose clean close the session's end
+	// starts.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(request))
+	defer cancel()
+	var opened atomic.Bool
+	defer context.AfterFunc(request, func() {
+		if !c.closeForCause(request) && !opened.Load() {
+			cancel()
+		}
+	})()
 	init, err := c.awaitInit(ctx)
 	if err != nil {
 		c.refuse(ctx, err)
@@ -43,21 +59,14 @@ func (c *conn) run(ctx context.Context) {
 		c.refuse(ctx, err)
 		return
 	}
+	opened.Store(true)
 	// Batches are an extension of relay sessions, for hosts that ask.
 	c.batch = init.HostControl && init.Batch && c.srv.turnOf(sess).isRelay()
 	c.batchBytes = minBatchBytes
 	c.log = c.log.With("session", sess.ID())
-	c.logOpened(ctx, sess, resumed)
+	c.logOpened(request, sess, resumed)
 	detach := sess.Attach()
 	defer detach()
-	// From here the connection lives as long as its host and its session
-	// do, not as long as the request's context: a server that cancels its
-	// requests while stopping would otherwise cut the clean close that the
-	// session's end starts (a cancelled read drops the WebSocket at once).
-	request := ctx
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	defer context.AfterFunc(request, func() { c.closeForCause(request) })()
 	if resumed {
 		if err := c.sendReady(ctx, sess); err != nil {
 			return
@@ -260,12 +269,13 @@ func (c *conn) startPing(ctx context.Context) (stop func()) {
 // of its own, not the plain cancellation of the runner stopping (which the
 // session's end answers with a clean close): the token it authenticated
 // with was revoked, say. The host is told why; its session stays, to be
-// resumed with a token that is good.
-func (c *conn) closeForCause(request context.Context) {
+// resumed with a token that is good. It reports whether it closed.
+func (c *conn) closeForCause(request context.Context) bool {
 	cause := context.Cause(request)
 	if cause == nil || errors.Is(cause, context.Canceled) {
-		return
+		return false
 	}
 	c.log.Info("connection closed", "reason", cause)
 	_ = c.ws.Close(websocket.StatusPolicyViolation, cause.Error())
+	return true
 }
