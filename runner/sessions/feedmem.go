@@ -19,16 +19,21 @@ func (f *feed) keep(fe FeedEvent) {
 }
 
 // since is what the feed keeps in memory after position after, and
-// whether that is everything after it (false: read the log).
+// whether that is everything after it (false: read the log). after is a
+// reader's cursor, any uint64: nothing here may wrap.
 func (f *feed) since(after uint64) ([]FeedEvent, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.recent) == 0 || after+1 < f.recent[0].Pos {
+	n := len(f.recent)
+	if n == 0 {
 		return nil, false
 	}
-	i := int(after + 1 - f.recent[0].Pos)
-	if i >= len(f.recent) {
+	first, last := f.recent[0].Pos, f.recent[n-1].Pos
+	switch {
+	case after >= last:
 		return nil, true
+	case after < first-1: // positions start at 1, so first-1 does not wrap
+		return nil, false
 	}
-	return slices.Clone(f.recent[i:]), true
+	return slices.Clone(f.recent[after-(first-1):]), true
 }
