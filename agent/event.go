@@ -120,4 +120,5 @@ const (
 	ErrorTool        ErrorCode = "tool_error"     // a tool failed in a way that ends the turn
 	ErrorAgent       ErrorCode = "agent_error"    // any other failure the agent reports
 	ErrorInterrupted ErrorCode = "interrupted"    // the turn was interrupted
+	ErrorInternal    ErrorCode = "internal_error" // Tether itself failed (a bug: its log says more)
 )

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tetherhq/tether/internal/safe"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/workspace"
 )
@@ -93,6 +94,8 @@ func (s *Session) Go(fn func(ctx context.Context)) {
 	s.mu.Unlock()
 	go func() {
 		defer s.r.wg.Done()
+		// A panic in fn ends this session, not the runner.
+		defer safe.Recover(s.r.log.With("session", s.id), "session pump", func(*safe.PanicError) { s.End("error") })
 		fn(s.ctx)
 	}()
 }

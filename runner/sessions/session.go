@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/safe"
 	"github.com/tetherhq/tether/runner/workspace"
 )
 
@@ -47,26 +48,7 @@ func (s *session) pump() {
 	defer s.m.wg.Done()
 	defer close(s.done)
 	defer s.release()
-	ctx := context.Background()
-	var reason string        // why the session ended, as its agent says
-	var failure *agent.Error // what ended it, if it failed
-	for e, err := range s.agent.Events(ctx) {
-		if err != nil {
-			s.m.log.Warn("session events failed", "session", s.info.ID, "agent", s.info.Agent, "err", err)
-			break
-		}
-		s.track(ctx, &e)
-		if err := s.append(ctx, &e); err != nil {
-			s.m.log.Error("session event not logged", "session", s.info.ID, "agent", s.info.Agent, "kind", e.Kind, "err", err)
-		}
-		if e.Kind == agent.KindSessionEnded {
-			if e.Session != nil {
-				reason = e.Session.Reason
-			}
-			failure = e.Error
-			break
-		}
-	}
+	reason, failure := s.relay(context.Background())
 	// Whatever still waits for a decision can no longer be acted on.
 	if _, err := s.m.cfg.Approvals.ResolveSession(s.info.ID, agent.CauseTurnEnded, "the session ended"); err != nil {
 		s.m.log.Warn("approvals of an ended session", "session", s.info.ID, "agent", s.info.Agent, "err", err)
@@ -86,6 +68,54 @@ func (s *session) pump() {
 		return
 	}
 	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent, "reason", reason)
+}
+
+// relay logs the agent's events until its session.ended (or the end of
+// its events), and says why the session ended and, if it failed, what
+// ended it. A panic while relaying ends this session as failed, its agent
+// closed, instead of the runner.
+func (s *session) relay(ctx context.Context) (reason string, failure *agent.Error) {
+	defer safe.Recover(s.m.log.With("session", s.info.ID, "agent", s.info.Agent), "session pump", func(p *safe.PanicError) {
+		reason, failure = "error", &agent.Error{Code: agent.ErrorInternal, Message: p.Error()}
+		_ = s.agent.Close()
+		s.endInLog(ctx, failure)
+	})
+	for e, err := range s.agent.Events(ctx) {
+		if err != nil {
+			s.m.log.Warn("session events failed", "session", s.info.ID, "agent", s.info.Agent, "err", err)
+			break
+		}
+		s.track(ctx, &e)
+		if err := s.append(ctx, &e); err != nil {
+			s.m.log.Error("session event not logged", "session", s.info.ID, "agent", s.info.Agent, "kind", e.Kind, "err", err)
+		}
+		if e.Kind == agent.KindSessionEnded {
+			if e.Session != nil {
+				reason = e.Session.Reason
+			}
+			return reason, e.Error
+		}
+	}
+	return reason, nil
+}
+
+// endInLog logs the end of a session whose agent can no longer say it:
+// its open turn failed, then session.ended, both with failure.
+func (s *session) endInLog(ctx context.Context, failure *agent.Error) {
+	var ends []agent.Event
+	if info := s.snapshot(); info.State == StateRunning && info.TurnID != "" {
+		ends = append(ends, agent.Event{Kind: agent.KindTurnCompleted, TurnID: info.TurnID,
+			Turn: &agent.TurnInfo{Status: agent.TurnFailed}, Error: failure})
+	}
+	ends = append(ends, agent.Event{Kind: agent.KindSessionEnded,
+		Session: &agent.SessionInfo{Agent: s.info.Agent, NativeID: s.agent.NativeID(), Reason: "error"}, Error: failure})
+	for _, e := range ends {
+		e.SessionID, e.Time = s.info.ID, time.Now()
+		if err := s.append(ctx, &e); err != nil {
+			s.m.log.Error("session end not logged", "session", s.info.ID, "agent", s.info.Agent, "err", err)
+			return
+		}
+	}
 }
 
 // release snapshots the workspace as the session left it and lets it go.
