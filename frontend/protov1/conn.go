@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tetherhq/tether/internal/safe"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/auth"
@@ -75,6 +76,7 @@ func (c *conn) run(request context.Context) {
 	defer c.startPing(ctx)()
 	written := make(chan error, 1)
 	go func() {
+		defer safe.Recover(c.log, "protocol v1 writer", func(p *safe.PanicError) { written <- p })
 		err := c.writeEvents(ctx, sess, after)
 		if errors.Is(err, errSessionOver) {
 			// Everything is sent: close cleanly, which also ends the read.

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 
 // testRunner is a runner on loopback whose agent is the mock CLI.
 type testRunner struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	runner *runner.Runner
 	log    *eventlog.Log
@@ -54,12 +54,12 @@ type runnerOpts struct {
 	maxFrame int64
 }
 
-func startRunner(t *testing.T, scenario string, grace time.Duration) *testRunner {
+func startRunner(t testing.TB, scenario string, grace time.Duration) *testRunner {
 	t.Helper()
 	return startRunnerWith(t, runnerOpts{scenario: scenario, grace: grace})
 }
 
-func startRunnerWith(t *testing.T, o runnerOpts) *testRunner {
+func startRunnerWith(t testing.TB, o runnerOpts) *testRunner {
 	t.Helper()
 	dir := o.dir
 	if dir == "" {
@@ -121,20 +121,26 @@ func (tr *testRunner) logFrames(id string, after uint64) []eventlog.Event {
 
 // seedClient knows only the seed's frame tables: JSON objects with a type.
 type seedClient struct {
-	t  *testing.T
+	t  testing.TB
 	ws *websocket.Conn
 }
 
-func (tr *testRunner) dial() *seedClient {
-	tr.t.Helper()
-	c, err := tr.tryDial()
+func (tr *testRunner) dial() *seedClient { return tr.dialFor(tr.t) }
+
+// dialFor dials for test t, which may not be the runner's own (a fuzz
+// target's input, say).
+func (tr *testRunner) dialFor(t testing.TB) *seedClient {
+	t.Helper()
+	c, err := tr.tryDialFor(t)
 	if err != nil {
-		tr.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return c
 }
 
-func (tr *testRunner) tryDial() (*seedClient, error) {
+func (tr *testRunner) tryDial() (*seedClient, error) { return tr.tryDialFor(tr.t) }
+
+func (tr *testRunner) tryDialFor(t testing.TB) (*seedClient, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, tr.url, nil)
@@ -142,8 +148,8 @@ func (tr *testRunner) tryDial() (*seedClient, error) {
 		return nil, err
 	}
 	ws.SetReadLimit(64 << 20)
-	tr.t.Cleanup(func() { ws.CloseNow() })
-	return &seedClient{t: tr.t, ws: ws}, nil
+	t.Cleanup(func() { ws.CloseNow() })
+	return &seedClient{t: t, ws: ws}, nil
 }
 
 func (c *seedClient) send(v any) {

@@ -1,6 +1,7 @@
 package protov1_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,4 +49,33 @@ func TestWorkspacePreparationFailure(t *testing.T) {
 	if rest, st := c.expectClosed(); len(rest) != 0 || st != websocket.StatusNormalClosure {
 		t.Fatalf("after the error: frames %v, close %v", rest, st)
 	}
+}
+
+// A resume's last_seq is any uint64 a host sends: at or before the
+// session's last frame it resumes after it, past it it is refused with
+// last_seq_ahead; nothing wraps, and the session goes on.
+func FuzzResumeLastSeq(f *testing.F) {
+	tr := startRunner(f, "text", time.Minute)
+	c := tr.dial()
+	ready := c.open("fuzz", nil)
+	frames := c.turn("q1")
+	last := seqOf(frames[len(frames)-1])
+	c.ws.CloseNow()
+	for _, n := range []uint64{0, 1, last - 1, last, last + 1, 1 << 63, 1<<63 - 1, math.MaxUint64 - 1, math.MaxUint64} {
+		f.Add(n)
+	}
+	id := str(ready, "session_id")
+	f.Fuzz(func(t *testing.T, lastSeq uint64) {
+		c := tr.dialFor(t)
+		c.send(resumeInit("fuzz", id, lastSeq))
+		first := c.next()
+		switch {
+		case lastSeq > last:
+			if first["type"] != "error" || first["code"] != "last_seq_ahead" {
+				t.Fatalf("last_seq %d past %d: %v", lastSeq, last, first)
+			}
+		case first["type"] != "ready" || seqOf(first) != last:
+			t.Fatalf("last_seq %d of %d: %v", lastSeq, last, first)
+		}
+	})
 }
