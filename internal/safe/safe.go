@@ -20,7 +20,9 @@ type PanicError struct {
 	Stack []byte
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("%s: internal error: panic: %v", e.Where, e.Value) }
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("%s: internal error: panic: %v", e.Where, e.Value)
+}
 
 // Unwrap lets errors.Is/As see an error the goroutine panicked with.
 func (e *PanicError) Unwrap() error {
