@@ -39,6 +39,7 @@ func TestRealCLIClaudeQuestion(t *testing.T) {
 	path := fmt.Sprintf("/v1/sessions/%s/approvals/%s/resolve", info.ID, asked.ID)
 	req, _ := http.NewRequest("POST", r.api.base+path, strings.NewReader(`{"decision":"allow","answers":["7"]}`))
 	req.Header.Set("Authorization", "Bearer "+r.api.token)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

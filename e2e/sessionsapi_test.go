@@ -100,6 +100,9 @@ func (c apiClient) call(method, path, body string, out any, token string) int {
 	}
 	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)

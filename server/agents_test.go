@@ -19,6 +19,9 @@ func get(t *testing.T, r *running, method, path, body string, out any) int {
 	t.Helper()
 	req, _ := http.NewRequest(method, "http://"+r.addr+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+tokenA)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

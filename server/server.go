@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	srv := &http.Server{Handler: parts.handlers.track(h),
 		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base },
-		ErrorLog: httpErrorLog(log)}
+		ConnContext: sessionsapi.ConnContext, ErrorLog: httpErrorLog(log)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- serve(srv, ln, cfg) }()
 	log.Info("runner listening", "addr", addr, "tls", cfg.TLSCert != "", "sandbox", cfg.Sandbox, "tokens", tokens.IDs())

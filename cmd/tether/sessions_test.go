@@ -66,6 +66,7 @@ func createSession(t *testing.T, runner string) string {
 	t.Helper()
 	req, _ := http.NewRequest("POST", runner+"/v1/sessions", strings.NewReader(`{"agent":"claude","workspace_id":"w1","prompt":"hello"}`))
 	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

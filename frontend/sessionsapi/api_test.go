@@ -46,6 +46,9 @@ func call(t *testing.T, method, url, body string, out any, header ...string) int
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -223,6 +226,18 @@ func TestSessionsAPIBadInput(t *testing.T) {
 		{"POST", "/v1/sessions/ses_nope/approvals/a/resolve", `{"decision":"maybe"}`, 400, "invalid_request", nil},
 		{"POST", "/v1/sessions/ses_nope/approvals/a/resolve", `{"decision":"allow"}`, 404, "approval_not_found", nil},
 		{"GET", "/v1/nothing", ``, 404, "not_found", nil},
+		// One JSON object, sent as JSON, and nothing after it.
+		{"POST", "/v1/sessions", `{"agent":"nope","workspace_id":"w"}`, 400, "unknown_agent", []string{"Content-Type", "application/json; charset=utf-8"}},
+		{"POST", "/v1/sessions", `{"agent":"nope","workspace_id":"w"}`, 415, "unsupported_media_type", []string{"Content-Type", "text/plain"}},
+		{"POST", "/v1/sessions", `{"agent":"nope","workspace_id":"w"}`, 415, "unsupported_media_type", []string{"Content-Type", ""}},
+		{"POST", "/v1/sessions/ses_nope/prompt", `{"text":"hi"}`, 415, "unsupported_media_type", []string{"Content-Type", "application/x-www-form-urlencoded"}},
+		{"POST", "/v1/sessions", `{"agent":"nope","workspace_id":"w"} {"agent":"claude"}`, 400, "invalid_request", nil},
+		{"POST", "/v1/sessions", `{"agent":"nope","workspace_id":"w"}]`, 400, "invalid_request", nil},
+		// A cursor no event has reached yet, however large.
+		{"GET", "/v1/events", ``, 400, "cursor_ahead", []string{"Last-Event-ID", "18446744073709551614"}},
+		{"GET", "/v1/events?after=9223372036854775808", ``, 400, "cursor_ahead", nil},
+		{"GET", "/v1/events?after=-1", ``, 400, "invalid_request", nil},
+		{"GET", "/v1/events?after=18446744073709551616", ``, 400, "invalid_request", nil},
 	}
 	for _, tc := range cases {
 		var out struct {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 
 	"github.com/tetherhq/tether/agent"
@@ -58,12 +60,23 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 	}
 }
 
-// readJSON decodes a request body (at most MaxBody, one object, no
-// unknown fields); it answers the error itself and returns false.
+// readJSON decodes a request body: JSON by its Content-Type, at most
+// MaxBody, exactly one object and nothing after it, no unknown fields. It
+// answers the error itself and returns false.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be JSON, sent as Content-Type: application/json")
+		return false
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
+	if err == nil {
+		// One value only: what follows it must be nothing but space.
+		if _, next := dec.Token(); next != io.EOF {
+			err = errors.New("something follows the JSON object")
+		}
+	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):

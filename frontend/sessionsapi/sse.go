@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/safe"
 )
 
 // events streams a session's canonical events as Server-Sent Events:
@@ -26,6 +28,11 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	info, err := a.m.Get(id)
 	if err != nil {
 		a.fail(w, err)
+		return
+	}
+	if after > info.LastSeq {
+		writeError(w, http.StatusBadRequest, "cursor_ahead",
+			fmt.Sprintf("the session's last event is %d: a stream cannot start after %d", info.LastSeq, after))
 		return
 	}
 	a.stream(w, r, func(ctx context.Context, send func(uint64, agent.Event) bool) error {
@@ -54,6 +61,16 @@ func (a *api) feed(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "Last-Event-ID and after must be a position (a non-negative integer)")
 		return
 	}
+	end, err := a.m.FeedEnd()
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	if after > end {
+		writeError(w, http.StatusBadRequest, "cursor_ahead",
+			fmt.Sprintf("the feed's last position is %d: a stream cannot start after %d", end, after))
+		return
+	}
 	a.stream(w, r, func(ctx context.Context, send func(uint64, agent.Event) bool) error {
 		for fe, err := range a.m.Feed(ctx, after) {
 			if err != nil {
@@ -69,8 +86,11 @@ func (a *api) feed(w http.ResponseWriter, r *http.Request) {
 
 // stream answers with an event stream fed by produce, which runs on a
 // goroutine of its own until it returns or the request ends; idle
-// streams get a keep-alive comment every Heartbeat. A WebSocket upgrade
-// gets the same stream over WebSocket (streamWS).
+// streams get a keep-alive comment every Heartbeat. A reader that stops
+// reading is dropped after two heartbeats, as a WebSocket reader that
+// stops answering pings is: its queue stops draining (stallWatch), or a
+// write blocks that long. A WebSocket upgrade gets the same stream over
+// WebSocket (streamWS).
 func (a *api) stream(w http.ResponseWriter, r *http.Request, produce func(context.Context, func(uint64, agent.Event) bool) error) {
 	if isWebSocket(r) {
 		a.streamWS(w, r, produce)
@@ -100,6 +120,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, produce func(contex
 	go func() {
 		defer close(done)
 		defer close(items)
+		defer safe.Recover(a.cfg.Logger, "sessions API stream", func(p *safe.PanicError) { failed <- p })
 		err := produce(ctx, func(id uint64, e agent.Event) bool {
 			select {
 			case items <- item{id, e}:
@@ -112,6 +133,14 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, produce func(contex
 			failed <- err
 		}
 	}()
+	window := 2 * a.cfg.Heartbeat
+	out := &sseWriter{rc: http.NewResponseController(w), window: window}
+	conn := connFrom(r.Context())
+	watch := newStallWatch(conn, window, time.Now())
+	drop := func(why error) {
+		a.cfg.Logger.Info("event stream dropped: its reader stopped reading", "path", r.URL.Path, "remote", r.RemoteAddr, "err", why)
+		dropConn(conn)
+	}
 	beat := time.NewTicker(a.cfg.Heartbeat)
 	defer beat.Stop()
 	for {
@@ -126,19 +155,43 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, produce func(contex
 				flusher.Flush()
 				return
 			}
-			if err := writeSSE(w, it.id, it.e); err != nil {
+			if err := out.send(func() error { return writeSSE(w, it.id, it.e) }); err != nil {
+				if ctx.Err() == nil {
+					drop(err)
+				}
 				return
 			}
-			flusher.Flush()
-		case <-beat.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+		case now := <-beat.C:
+			if watch.stalled(now) {
+				drop(errStalled)
 				return
 			}
-			flusher.Flush()
+			if err := out.send(func() error { _, err := io.WriteString(w, ": keep-alive\n\n"); return err }); err != nil {
+				if ctx.Err() == nil {
+					drop(err)
+				}
+				return
+			}
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// sseWriter writes and flushes one piece of a stream at a time, each
+// within the window: a write that blocks that long (the reader stopped,
+// and the socket's buffers are full) ends the stream.
+type sseWriter struct {
+	rc     *http.ResponseController
+	window time.Duration
+}
+
+func (s *sseWriter) send(write func() error) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.window)) // unsupported: writes block as long as they do
+	if err := write(); err != nil {
+		return err
+	}
+	return s.rc.Flush()
 }
 
 // resumeFrom reads where the stream starts: Last-Event-ID wins over after.

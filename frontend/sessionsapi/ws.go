@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/safe"
 )
 
 // isWebSocket says whether r asks to upgrade: the event streams answer
@@ -35,6 +36,7 @@ func (a *api) streamWS(w http.ResponseWriter, r *http.Request, produce func(cont
 	pingDone := make(chan struct{})
 	go func() {
 		defer close(pingDone)
+		defer safe.Recover(a.cfg.Logger, "sessions API ping", func(*safe.PanicError) { cancel() })
 		a.keepAlive(ctx, ws, cancel)
 	}()
 	defer func() { cancel(); <-pingDone }()

@@ -69,8 +69,10 @@ func SessionsAPI(t testing.TB, drivers map[string]agent.Driver) string {
 	t.Helper()
 	m := Manager(t, drivers, eventlog.Options{})
 	// The X-Test-User header stands in for the token's name.
-	srv := httptest.NewServer(sessionsapi.Handler(sessionsapi.Config{Sessions: m,
+	srv := httptest.NewUnstartedServer(sessionsapi.Handler(sessionsapi.Config{Sessions: m,
 		By: func(r *http.Request) string { return r.Header.Get("X-Test-User") }}))
+	srv.Config.ConnContext = sessionsapi.ConnContext
+	srv.Start()
 	t.Cleanup(srv.Close) // before the core's cleanup: cleanups run last first
 	return srv.URL
 }
