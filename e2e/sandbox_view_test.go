@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/internal/testkit/testenv"
 	"github.com/tetherhq/tether/runner/auth"
+	"github.com/tetherhq/tether/runner/sandbox"
 	"github.com/tetherhq/tether/server"
 )
 
@@ -81,12 +84,22 @@ func sandboxViewJourney(t *testing.T, kind string) {
 	}
 	events := r.api.stream("/v1/sessions/" + info.ID + "/events")
 	untilKind(t, events, agent.KindSessionStarted)
+	// shell runs cmd through the agent's shell tool, approved, and
+	// returns its output. Whatever runs it, the host sees the model's own
+	// command: no event shows the sandbox's wrapping.
 	shell := func(t *testing.T, cmd string) string {
 		t.Helper()
 		var out string
 		ran := false
 		for _, e := range r.turn(t, info.ID, events, r.shell(cmd), agent.Allow) {
+			if b, _ := json.Marshal(e); bytes.Contains(b, []byte(sandbox.WrappedMarker)) || bytes.Contains(b, []byte(sandbox.ToolShellPath)) {
+				t.Errorf("an event shows the sandbox's wrapping: %s", b)
+			}
 			if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand {
+				// (Codex reports its own `bash -lc …` line.)
+				if r.kind != "codex" && e.Item.Command.Command != cmd {
+					t.Errorf("the command item holds %q, not the model's command %q", e.Item.Command.Command, cmd)
+				}
 				out, ran = e.Item.Command.Output, true
 			}
 		}
@@ -135,14 +148,26 @@ func sandboxViewJourney(t *testing.T, kind string) {
 	})
 
 	t.Run("Loopback", func(t *testing.T) {
-		if kind == "opencode" {
-			t.Skip("OpenCode runs its shell commands itself, with the agent's network (docs/security.md)")
-		}
 		l := listen(t)
-		before := l.accepted.Load()
+		before, asked := l.accepted.Load(), len(r.requests())
 		out := shell(t, l.connectScript())
 		if l.accepted.Load() != before || !strings.Contains(out, "refused") {
 			t.Errorf("a command reached a loopback server: %q, %d connections", out, l.accepted.Load()-before)
+		}
+		// The agent itself still reaches its model through the runner's
+		// key proxy: the command's output went back to the model API, with
+		// the runner's key.
+		told := false
+		for _, req := range r.requests()[asked:] {
+			if bytes.Contains(req.Body, []byte("refused")) {
+				told = true
+				if got := req.Header.Get(r.keyHeader); got != r.key {
+					t.Errorf("the model API got %s %q", r.keyHeader, got)
+				}
+			}
+		}
+		if !told {
+			t.Error("the model API was not sent the command's output")
 		}
 	})
 

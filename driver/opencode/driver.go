@@ -39,7 +39,10 @@ type Config struct {
 	HomeFiles map[string][]byte
 	// Sandbox, when set, runs the CLI under bubblewrap with a copy of this
 	// policy: Workspace, Home and Env are the session's, and Network is on
-	// (the agent must reach the model API and its own server's port).
+	// (the agent must reach the model API and its own server's port). The
+	// commands OpenCode runs have no network: its shell is the sandbox's
+	// tool shell (sandbox.ToolShellPath). Its ToolNetwork lets a session
+	// ask for network in them (option tool_network).
 	Sandbox *sandbox.Policy
 	// AllowUntestedVersion lets New accept a CLI whose --version is not
 	// TestedVersion (it logs a warning); without it New fails with a

@@ -1,9 +1,8 @@
 package opencode
 
 import (
-	"github.com/tetherhq/tether/driver/internal/agentproc"
-
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/internal/agentproc"
+	"github.com/tetherhq/tether/runner/sandbox"
 )
 
 // fakeCLI writes a shell script standing in for opencode: --version prints
@@ -114,7 +115,7 @@ func TestStartRefusesBadRequests(t *testing.T) {
 // configured ones, and the home's HOME and XDG directories over Env.
 func TestServerEnv(t *testing.T) {
 	d := &Driver{cfg: Config{Env: []string{"HOME=/elsewhere", "KEEP=1", `OPENCODE_PERMISSION={"webfetch":"deny","bash":"allow"}`}}}
-	env, err := d.env("/h", "pw")
+	env, err := d.env("/h", "pw", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +130,53 @@ func TestServerEnv(t *testing.T) {
 	if len(env) != len(m) {
 		t.Errorf("duplicate variables in %q", env)
 	}
-	env, _ = d.env("", "pw")
+	env, _ = d.env("", "pw", false)
 	if agentproc.EnvMap(env)["HOME"] != "/elsewhere" || agentproc.EnvMap(env)["XDG_CONFIG_HOME"] != "" {
 		t.Errorf("no home overrode the environment: %q", env)
 	}
-	if _, err := (&Driver{cfg: Config{Env: []string{"OPENCODE_PERMISSION=[1]"}}}).env("", "pw"); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := (&Driver{cfg: Config{Env: []string{"OPENCODE_PERMISSION=[1]"}}}).env("", "pw", false); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("bad OPENCODE_PERMISSION: %v", err)
+	}
+}
+
+// Sandboxed, OpenCode's shell is the sandbox's tool shell: in its config,
+// merged over the operator's OPENCODE_CONFIG_CONTENT (which loses any
+// shell of its own), and in SHELL; and its web tools are denied.
+func TestServerEnvToolShell(t *testing.T) {
+	d := &Driver{cfg: Config{Env: []string{"SHELL=/bin/zsh", `OPENCODE_CONFIG_CONTENT={"shell":"/bin/bash","theme":"x"}`,
+		`OPENCODE_PERMISSION={"webfetch":"allow","read":"allow"}`}}}
+	env, err := d.env("/h", "pw", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := agentproc.EnvMap(env)
+	var content map[string]any
+	if err := json.Unmarshal([]byte(m["OPENCODE_CONFIG_CONTENT"]), &content); err != nil {
+		t.Fatalf("OPENCODE_CONFIG_CONTENT %q: %v", m["OPENCODE_CONFIG_CONTENT"], err)
+	}
+	if m["SHELL"] != sandbox.ToolShellPath || content["shell"] != sandbox.ToolShellPath || content["theme"] != "x" || len(env) != len(m) {
+		t.Errorf("SHELL %q, config %v, env %q", m["SHELL"], content, env)
+	}
+	if want := `{"bash":"ask","edit":"ask","read":"allow","webfetch":"deny","websearch":"deny"}`; m["OPENCODE_PERMISSION"] != want {
+		t.Errorf("OPENCODE_PERMISSION %s, want %s", m["OPENCODE_PERMISSION"], want)
+	}
+	env, _ = d.env("/h", "pw", false)
+	if m := agentproc.EnvMap(env); m["SHELL"] != "/bin/zsh" || m["OPENCODE_CONFIG_CONTENT"] != `{"shell":"/bin/bash","theme":"x"}` ||
+		m["OPENCODE_PERMISSION"] != `{"bash":"ask","edit":"ask","read":"allow","webfetch":"allow"}` {
+		t.Errorf("without the tool shell the environment changed: %q", env)
+	}
+	bad := &Driver{cfg: Config{Env: []string{"OPENCODE_CONFIG_CONTENT=not json"}}}
+	if _, err := bad.env("", "pw", true); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("bad OPENCODE_CONFIG_CONTENT: %v", err)
+	}
+}
+
+// A session may ask for network in its commands only where the runner's
+// sandbox allows it; unsandboxed, its commands have the network anyway.
+func TestStartRefusesToolNetwork(t *testing.T) {
+	d := &Driver{cfg: Config{Sandbox: &sandbox.Policy{}}}
+	if _, err := d.Start(context.Background(), agent.StartRequest{Options: []byte(`{"tool_network":true}`)}); !errors.Is(err, ErrInvalidRequest) ||
+		!strings.Contains(err.Error(), "tool_network") {
+		t.Errorf("Start: %v, want ErrInvalidRequest", err)
 	}
 }

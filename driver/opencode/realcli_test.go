@@ -16,7 +16,6 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/internal/testkit/testenv"
 	oc "github.com/tetherhq/tether/protocol/opencode"
-	"github.com/tetherhq/tether/runner/sandbox"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -597,77 +596,6 @@ func TestRealCLIReconnect(t *testing.T) {
 	if n := len(find(r.seen, agent.KindTurnCompleted, "")); n != 3 {
 		t.Errorf("%d turns completed, want 3", n)
 	}
-}
-
-// Under bubblewrap: a text turn and an approved shell command work with
-// only the workspace and the home writable, the other workspaces and the
-// runner's data hidden, and nothing is left running after Close.
-func TestRealCLISandboxed(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skipf("bubblewrap is not installed: %v", err)
-	}
-	// Not under /tmp: the sandbox has a /tmp of its own.
-	base, err := os.MkdirTemp("/var/tmp", "tether-opencode-sandbox-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	root, homes, data := filepath.Join(base, "workspaces"), filepath.Join(base, "homes"), filepath.Join(base, "data")
-	ws, home, other := filepath.Join(root, "a"), filepath.Join(homes, "a"), filepath.Join(root, "b")
-	for _, d := range []string{ws, home, other, data} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(other, "secret"), []byte("no"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := newRealEnv(t, func(c *Config) {
-		c.Sandbox = &sandbox.Policy{Hide: []string{root, homes, data}}
-	})
-	// The provider's configuration is handed over as a home file, written
-	// into the session's (empty) home, whose HOME and XDG directories
-	// replace those of Env.
-	scratch, err := testenv.OpenCodeEnv(t.TempDir(), env.fake.URL(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := testenv.OpenCodeConfig(env.fake.URL(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(Config{CLIPath: env.cfg.CLIPath, Env: scratch, Sandbox: env.cfg.Sandbox,
-		HomeFiles: map[string][]byte{testenv.OpenCodeConfigPath: config}})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	env.driver, env.home, env.ws = d, home, ws
-	r := env.start(t, agent.StartRequest{})
-	r.prompt("SAY boxed")
-	if end := r.turnEnd(); end.Turn.Text != "boxed" {
-		t.Fatalf("turn %+v %+v", end.Turn, end.Error)
-	}
-	r.prompt("USE_SHELL ls " + other + "; echo inside > probe.txt; cat probe.txt")
-	req := r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
-	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow}); err != nil {
-		t.Fatalf("Resolve: %v", err)
-	}
-	r.turnEnd()
-	cmd := find(r.seen, agent.KindItemCompleted, agent.ItemCommand)
-	if len(cmd) != 1 || cmd[0].Item.Status != agent.ItemDone || !strings.Contains(cmd[0].Item.Command.Output, "inside") || strings.Contains(cmd[0].Item.Command.Output, "secret") {
-		t.Errorf("command %+v", cmd)
-	}
-	if st, err := os.Stat(filepath.Join(home, testenv.OpenCodeConfigPath)); err != nil || st.Mode().Perm() != 0o600 {
-		t.Errorf("config in the home: %v, %v", st, err)
-	}
-	if b, err := os.ReadFile(filepath.Join(ws, "probe.txt")); err != nil || string(b) != "inside\n" {
-		t.Errorf("probe.txt in the workspace: %q, %v", b, err)
-	}
-	if err := r.s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r.rest()
-	waitNoProcs(t, "HOME="+home)
 }
 
 // The question tool: its question.asked is a question approval (the first

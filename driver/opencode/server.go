@@ -17,6 +17,7 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
 	"github.com/tetherhq/tether/protocol/ndjson"
+	"github.com/tetherhq/tether/runner/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
 
@@ -44,7 +45,12 @@ const (
 // askPermissions makes OpenCode ask before shell commands and edits, over
 // whatever its configuration allows: OPENCODE_PERMISSION is merged last
 // into its config.
-var askPermissions = map[string]string{"bash": "ask", "edit": "ask"}
+var askPermissions = map[string]any{"bash": "ask", "edit": "ask"}
+
+// noWebTools turns OpenCode's own web tools off where its commands have no
+// network: they would fetch with the OpenCode process's network, loopback
+// included.
+var noWebTools = map[string]any{"webfetch": "deny", "websearch": "deny"}
 
 // server is one running `opencode serve`.
 type server struct {
@@ -57,8 +63,10 @@ type server struct {
 }
 
 // launch starts `opencode serve` for one session and waits until it
-// answers its health check. On failure nothing is left running.
-func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, error) {
+// answers its health check. On failure nothing is left running. Sandboxed,
+// the commands OpenCode runs go through the sandbox's tool shell, without
+// network, unless toolNetwork (the session asked, the runner allows).
+func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork bool) (*server, error) {
 	if req.Home != "" {
 		if err := agentproc.WriteHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {
 			if errors.Is(err, agentproc.ErrHomeFile) {
@@ -71,7 +79,8 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, e
 	if err != nil {
 		return nil, err
 	}
-	env, err := d.env(req.Home, password)
+	noToolNetwork := d.cfg.Sandbox != nil && !toolNetwork
+	env, err := d.env(req.Home, password, noToolNetwork)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +88,12 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest) (*server, e
 		Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace,
 		Logger: d.log, Stderr: func(line string) { d.log.Debug("opencode: stderr", "line", line) }}
 	if d.cfg.Sandbox != nil {
-		if err := agentproc.Sandbox(cmd, *d.cfg.Sandbox, req.Workspace, req.Home); err != nil {
+		policy := *d.cfg.Sandbox
+		if noToolNetwork {
+			// The tool shell builds a nested sandbox for each command.
+			policy.ToolShell, policy.NestedSandboxes, policy.ToolNetwork = true, true, false
+		}
+		if err := agentproc.Sandbox(cmd, policy, req.Workspace, req.Home); err != nil {
 			return nil, fmt.Errorf("opencode: sandbox: %w", err)
 		}
 	}
@@ -168,9 +182,16 @@ func (s *server) close() {
 }
 
 // env is the server's environment: the configured one, with the server's
-// password, the permission rules that make it ask, and, when the session
-// has a home, HOME and OpenCode's XDG directories inside it.
-func (d *Driver) env(home, password string) ([]string, error) {
+// password, the permission rules that make it ask, when the session has a
+// home, HOME and OpenCode's XDG directories inside it, and with
+// noToolNetwork the sandbox's tool shell as its shell and no web tools.
+//
+// OpenCode runs every shell command (its bash tool's, a command template's
+// or the user's) with its config's shell, else $SHELL, and falls back to
+// bash only when that file does not exist, which the sandbox rules out.
+// OPENCODE_CONFIG_CONTENT is merged over the global and the project's
+// config files, which the agent can write.
+func (d *Driver) env(home, password string, noToolNetwork bool) ([]string, error) {
 	base := d.cfg.Env
 	if base == nil {
 		base = os.Environ()
@@ -179,11 +200,22 @@ func (d *Driver) env(home, password string) ([]string, error) {
 		"OPENCODE_SERVER_PASSWORD": password,
 		"OPENCODE_SERVER_USERNAME": serverUser,
 	}
-	perm, err := mergePermission(envOr(base, "OPENCODE_PERMISSION"))
+	rules := maps.Clone(askPermissions)
+	if noToolNetwork {
+		maps.Copy(rules, noWebTools)
+	}
+	perm, err := mergeJSON("OPENCODE_PERMISSION", envOr(base, "OPENCODE_PERMISSION"), rules)
 	if err != nil {
 		return nil, err
 	}
 	set["OPENCODE_PERMISSION"] = perm
+	if noToolNetwork {
+		shell := map[string]any{"shell": sandbox.ToolShellPath}
+		if set["OPENCODE_CONFIG_CONTENT"], err = mergeJSON("OPENCODE_CONFIG_CONTENT", envOr(base, "OPENCODE_CONFIG_CONTENT"), shell); err != nil {
+			return nil, err
+		}
+		set["SHELL"] = sandbox.ToolShellPath
+	}
 	if home != "" {
 		set["HOME"] = home
 		set["XDG_CONFIG_HOME"] = filepath.Join(home, ".config")
@@ -204,18 +236,17 @@ func (d *Driver) env(home, password string) ([]string, error) {
 	return env, nil
 }
 
-// mergePermission is OPENCODE_PERMISSION with bash and edit set to ask.
-func mergePermission(current string) (string, error) {
-	rules := map[string]any{}
+// mergeJSON is current, the JSON object in the variable name, with the
+// keys of over set over it.
+func mergeJSON(name, current string, over map[string]any) (string, error) {
+	fields := map[string]any{}
 	if current != "" {
-		if err := json.Unmarshal([]byte(current), &rules); err != nil {
-			return "", fmt.Errorf("%w: OPENCODE_PERMISSION in Env is not a JSON object: %w", ErrInvalidRequest, err)
+		if err := json.Unmarshal([]byte(current), &fields); err != nil {
+			return "", fmt.Errorf("%w: %s in Env is not a JSON object: %w", ErrInvalidRequest, name, err)
 		}
 	}
-	for k, v := range askPermissions {
-		rules[k] = v
-	}
-	b, err := json.Marshal(rules)
+	maps.Copy(fields, over)
+	b, err := json.Marshal(fields)
 	return string(b), err
 }
 

@@ -21,6 +21,9 @@ type options struct {
 	// Agent is OpenCode's agent for the prompts (build, plan, …); empty
 	// is its default.
 	Agent string `json:"agent,omitempty"`
+	// ToolNetwork asks for network in the commands OpenCode runs, if the
+	// runner's sandbox allows it (Config.Sandbox.ToolNetwork).
+	ToolNetwork bool `json:"tool_network,omitempty"`
 }
 
 func parseOptions(raw json.RawMessage) (options, error) {
@@ -85,6 +88,9 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if err != nil {
 		return nil, err
 	}
+	if opts.ToolNetwork && d.cfg.Sandbox != nil && !d.cfg.Sandbox.ToolNetwork {
+		return nil, fmt.Errorf("%w: tool_network is not allowed on this runner", ErrInvalidRequest)
+	}
 	model, err := parseModel(req.Model)
 	if err != nil {
 		return nil, err
@@ -94,7 +100,7 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
-	srv, err := d.launch(ctx, req)
+	srv, err := d.launch(ctx, req, opts.ToolNetwork)
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,9 @@ const probeTimeout = 10 * time.Second
 // Available checks that bwrap is installed and can build the sandbox here:
 // first the simplest one (bwrap --ro-bind / / true), then the agent's
 // view with its seccomp filter and, inside it, the nested network-less
-// sandbox BashCommand uses. The error is an *UnavailableError; bwrap's own
-// words in it name the mount that failed.
+// sandbox, through BashCommand and through the tool shell (ToolShell).
+// The error is an *UnavailableError; bwrap's own words in it name the
+// mount that failed.
 func Available() error {
 	return Policy{}.Available()
 }
@@ -37,17 +38,18 @@ func (p Policy) Available() error {
 	if err := probe(bwrap, "bwrap --ro-bind / / true", nil, "--ro-bind", "/", "/", truePath); err != nil {
 		return err
 	}
-	p.Network, p.ToolNetwork, p.NestedSandboxes = true, false, true
+	p.Network, p.ToolNetwork, p.NestedSandboxes, p.ToolShell = true, false, true, true
 	mounts, err := p.mounts("", "")
 	if err != nil {
 		return err
 	}
-	args, data, err := p.view("/nonexistent", mounts)
+	args, data, err := p.view(bwrap, "/nonexistent", mounts)
 	if err != nil {
 		return err
 	}
-	args = append(args, "--", bash, "-c", BashCommand(p, truePath))
-	return probe(bwrap, "the agent's view with a nested sandbox inside", data, args...)
+	nested := BashCommand(p, truePath) + " && " + ToolShellPath + " -c " + truePath
+	args = append(args, "--", bash, "-c", nested)
+	return probe(bwrap, "the agent's view with nested sandboxes inside", data, args...)
 }
 
 func probe(bwrap, what string, data [][]byte, args ...string) error {

@@ -27,33 +27,49 @@ func BashCommand(p Policy, command string) string {
 	if err != nil {
 		bwrap = "bwrap" // fails closed inside: the command does not run
 	}
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		bash = "/bin/bash"
-	}
+	return nestedLine(bwrap, p.NestedSandboxes, nil, "-c", shellQuote(command))
+}
+
+// nestedLine is the shell line that runs bash with args (shell words, as
+// they must stand on the line) in the nested sandbox: nestedArgs, the
+// variables of toolEnv, taken from the environment of the shell that runs
+// the line unless env sets them, and with filter FilterStrict, read from
+// the file Wrap puts in the agent's sandbox. The agent's API key and the
+// like stay out of the tool's reach.
+func nestedLine(bwrap string, filter bool, env map[string]string, args ...string) string {
 	var b strings.Builder
 	for _, w := range nestedArgs(bwrap) {
 		b.WriteString(shellQuote(w))
 		b.WriteByte(' ')
 	}
-	// The command gets only harmless variables, expanded from the agent's
-	// environment by the shell that runs this line: the agent's API key
-	// and the like stay out of the tool's reach.
 	for _, name := range toolEnv {
-		b.WriteString(`--setenv ` + name + ` "$` + name + `" `)
+		value := `"$` + name + `"`
+		if v, ok := env[name]; ok {
+			value = shellQuote(v)
+		}
+		b.WriteString(`--setenv ` + name + ` ` + value + ` `)
 	}
-	if p.NestedSandboxes {
-		// FilterStrict, from the file Wrap put in the agent's sandbox.
+	if filter {
 		b.WriteString("--seccomp " + strconv.Itoa(toolFilterFD) + " ")
 	}
-	for _, w := range []string{"--", bash, "-c", command} {
-		b.WriteString(shellQuote(w))
-		b.WriteByte(' ')
+	b.WriteString("-- " + shellQuote(bashPath()))
+	for _, a := range args {
+		b.WriteString(" " + a)
 	}
-	if p.NestedSandboxes {
-		b.WriteString(strconv.Itoa(toolFilterFD) + "<" + toolFilterPath)
+	if filter {
+		b.WriteString(" " + strconv.Itoa(toolFilterFD) + "<" + toolFilterPath)
 	}
-	return strings.TrimSuffix(b.String(), " ")
+	return b.String()
+}
+
+// bashPath is the bash a nested sandbox runs: the one on the runner's
+// PATH, which the sandbox's system view shows.
+func bashPath() string {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return "/bin/bash"
+	}
+	return bash
 }
 
 // toolFilterFD is the descriptor a nested sandbox reads its seccomp

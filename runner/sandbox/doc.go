@@ -1,7 +1,9 @@
 // Package sandbox owns running an agent process under bubblewrap (bwrap):
 // the policy of what the agent may see and touch, the bwrap command line
-// that enforces it, the seccomp filters it loads, and the rewrite of the
-// agent's Bash commands into a nested sandbox without network.
+// that enforces it, the seccomp filters it loads, and the nested sandbox
+// without network the agent's commands run in: its Bash commands rewritten
+// (BashCommand), or every command of an agent that runs them itself
+// through the shell the sandbox gives it (Policy.ToolShell).
 //
 // The agent starts from an empty root and sees only what it needs: the
 // host's toolchain directories (/usr and the /bin, /lib… beside it) and a

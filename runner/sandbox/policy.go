@@ -58,6 +58,12 @@ type Policy struct {
 	// refuses, and the commands it runs through BashCommand get
 	// FilterStrict. Without it the agent itself runs under FilterStrict.
 	NestedSandboxes bool
+	// ToolShell puts, read-only, a shell at ToolShellPath that runs bash
+	// in the nested sandbox BashCommand builds (no network, FilterStrict):
+	// for an agent that runs its commands itself, through a shell it can be
+	// told to use (OpenCode). It needs NestedSandboxes, and contradicts
+	// ToolNetwork.
+	ToolShell bool
 	// UID and GID inside the sandbox; zero means DefaultUID, DefaultGID.
 	UID, GID int
 	// BwrapPath is the bwrap executable; empty means "bwrap" on PATH.

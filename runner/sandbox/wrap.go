@@ -34,9 +34,13 @@ func depth(path string) int { return strings.Count(path, "/") }
 //	      <Hide: --tmpfs, ReadOnly: --ro-bind, Workspace and Home: --bind, shallowest first>
 //	      <each Hide: --remount-ro>
 //	      [--ro-bind-data FD /run/tether/tools.seccomp]   (NestedSandboxes)
+//	      [--ro-bind-data FD /run/tether/bin/bash]        (ToolShell)
 //	      --seccomp FD --remount-ro /
 //	      --chdir Dir [--setenv LD_… …] -- path args…
 func (p Policy) Wrap(path string, args []string) (*Command, error) {
+	if err := p.checkToolShell(); err != nil {
+		return nil, err
+	}
 	bwrap, err := p.bwrap()
 	if err != nil {
 		return nil, err
@@ -64,7 +68,7 @@ func (p Policy) Wrap(path string, args []string) (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, data, err := p.view(home, mounts)
+	a, data, err := p.view(bwrap, home, mounts)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +113,9 @@ func (p Policy) mounts(ws, home string) ([]mount, error) {
 }
 
 // view is bwrap's command line up to --chdir: namespaces, the system
-// view, mounts, the seccomp filters, and a read-only root; data is what
-// the descriptors it names (3, 4, …) must hold.
-func (p Policy) view(home string, mounts []mount) (a []string, data [][]byte, err error) {
+// view, mounts, the seccomp filters, the tool shell, and a read-only root;
+// data is what the descriptors it names (3, 4, …) must hold.
+func (p Policy) view(bwrap, home string, mounts []mount) (a []string, data [][]byte, err error) {
 	uid, gid := p.ids()
 	a = []string{
 		"--die-with-parent",
@@ -148,6 +152,10 @@ func (p Policy) view(home string, mounts []mount) (a []string, data [][]byte, er
 		}
 		a = append(a, "--perms", "0444", "--ro-bind-data", strconv.Itoa(firstFD+len(data)), toolFilterPath)
 		data = append(data, tools)
+	}
+	if p.ToolShell {
+		a = append(a, "--perms", "0555", "--ro-bind-data", strconv.Itoa(firstFD+len(data)), ToolShellPath)
+		data = append(data, toolShell(bwrap))
 	}
 	prog, err := seccompProgram(filter)
 	if err != nil {
