@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -289,29 +291,52 @@ func (s *Server) checkpointOf(native string, turns int) SdkCheckpoint {
 	return SdkCheckpoint{SDK: "openai", SessionID: native, RunStateJSON: string(runState), StateSnapshot: snapshot}
 }
 
+// MaxScriptPosition is the largest script position (turns so far) a
+// resume takes: the shim counts a conversation's turns on from it, and
+// no conversation has more.
+const MaxScriptPosition = math.MaxInt32
+
 // resumePoint is the agent's own session id and script position a
-// state names.
-func resumePoint(st SerializedAgentState) (native string, turns int) {
-	native, turns = st.Checkpoint.SessionID, 0
-	if st.Checkpoint.ScriptPosition != nil {
-		turns = *st.Checkpoint.ScriptPosition
+// state names. A position out of 0..MaxScriptPosition is a RangeError.
+func resumePoint(st SerializedAgentState) (native string, turns int, err error) {
+	native = st.Checkpoint.SessionID
+	if p := st.Checkpoint.ScriptPosition; p != nil {
+		if turns, err = scriptPosition("checkpoint.scriptPosition", json.Number(strconv.Itoa(*p))); err != nil {
+			return "", 0, err
+		}
 	}
 	if st.Checkpoint.RunStateJSON != "" {
 		var rs struct {
-			SessionID string `json:"sessionId"`
-			Turns     int    `json:"turns"`
+			SessionID string      `json:"sessionId"`
+			Turns     json.Number `json:"turns"`
 		}
+		// Not of this shim's shape: the session ids beside it still tell.
 		if json.Unmarshal([]byte(st.Checkpoint.RunStateJSON), &rs) == nil {
 			if native == "" {
 				native = rs.SessionID
 			}
-			if turns == 0 {
-				turns = rs.Turns
+			if rs.Turns != "" {
+				n, err := scriptPosition("checkpoint.runStateJson turns", rs.Turns)
+				if err != nil {
+					return "", 0, err
+				}
+				if turns == 0 {
+					turns = n
+				}
 			}
 		}
 	}
 	if native == "" {
 		native = st.SessionID
 	}
-	return native, turns
+	return native, turns, nil
+}
+
+// scriptPosition reads a position in 0..MaxScriptPosition.
+func scriptPosition(field string, v json.Number) (int, error) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 0 || n > MaxScriptPosition {
+		return 0, &RangeError{Field: field, Value: string(v), Reason: fmt.Sprintf("a script position is a whole number from 0 to %d", MaxScriptPosition)}
+	}
+	return int(n), nil
 }
