@@ -51,13 +51,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ctx := ws.CloseRead(r.Context()) // inbound messages are ignored; a close ends the stream
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go func() { // the shim's own end ends its streams
+	s.goSafe("event stream", func() { // the shim's own end ends its streams
 		select {
 		case <-s.ctx.Done():
 			stop()
 		case <-ctx.Done():
 		}
-	}()
+	}, nil)
 	err = s.hub.follow(ctx, from, func(frame []byte) error {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		defer cancel()

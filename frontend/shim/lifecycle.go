@@ -36,11 +36,7 @@ func (s *Server) startRun(ctx context.Context, brief AgentBrief, native string, 
 
 // begin starts r's pump with its first prompt.
 func (s *Server) begin(r *run, prompt, action string) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		r.pump(s.ctx, prompt, action)
-	}()
+	s.goSafe("run", func() { r.pump(s.ctx, prompt, action) }, func(v any) { s.crashed(r, v) })
 }
 
 func (s *Server) handle(r *run) AgentHandle {

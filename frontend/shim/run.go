@@ -63,19 +63,24 @@ func (r *run) active() bool {
 // emit sends events as this run's envelopes, numbered in order.
 func (r *run) emit(at time.Time, events ...Event) {
 	for _, e := range events {
-		r.mu.Lock()
-		r.seq++
-		env := Envelope{SourceEventID: r.s.cfg.NewID(), SourceSequence: r.seq, SourceOccurredAt: utc(at), RunID: r.id, Event: e}
-		frame, err := json.Marshal(env)
-		if err != nil { // a value of ours that JSON cannot hold: say so, never drop it silently
-			frame, _ = json.Marshal(Envelope{SourceEventID: env.SourceEventID, SourceSequence: r.seq, SourceOccurredAt: env.SourceOccurredAt,
-				RunID: r.id, Event: r.mapper.ev("error", "severity", "warning", "message", clip("event not encodable: "+err.Error()),
-					"category", "internal", "recoverable", true)})
-		}
-		// Appended under the run's lock, so its sequence is the stream's order.
-		r.s.hub.append(frame, cursor{run: r.id, seq: r.seq})
-		r.mu.Unlock()
+		r.emitOne(at, e)
 	}
+}
+
+func (r *run) emitOne(at time.Time, e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock() // a panic below must not leave the run locked
+	env := Envelope{SourceEventID: r.s.cfg.NewID(), SourceSequence: r.seq + 1, SourceOccurredAt: utc(at), RunID: r.id, Event: e}
+	frame, err := json.Marshal(env)
+	if err != nil { // a value of ours that JSON cannot hold: say so, never drop it silently
+		env.Event = r.mapper.ev("error", "severity", "warning", "message", clip("event not encodable: "+err.Error()),
+			"category", "internal", "recoverable", true)
+		frame, _ = json.Marshal(env)
+	}
+	// Appended under the run's lock, so its sequence is the stream's
+	// order; counted once it is in, so a failure leaves no gap.
+	r.s.hub.append(frame, cursor{run: r.id, seq: env.SourceSequence})
+	r.seq = env.SourceSequence
 }
 
 // pump follows the run's canonical session and emits its AgentEvents,
@@ -141,15 +146,7 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 		}
 		r.mu.Unlock()
 	case agent.KindApprovalRequested:
-		r.mu.Lock()
-		r.pending = append(r.pending, e.Approval.ID)
-		if q := e.Approval.Question; q != nil {
-			for _, o := range q.Options {
-				r.options[e.Approval.ID] = append(r.options[e.Approval.ID], o.ID)
-			}
-		}
-		r.status = StatusWaiting
-		r.mu.Unlock()
+		r.requested(e.Approval)
 	case agent.KindTurnCompleted:
 		if e.Turn.Status == agent.TurnCompleted && r.s.followUp(ctx, r) {
 			r.emit(e.Time, r.mapper.status("Turn completed; delivering the queued context and brief updates"))
@@ -169,6 +166,19 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 	r.emit(e.Time, m.events...)
 	r.after(e)
 	return true
+}
+
+// requested notes an open decision, and its options.
+func (r *run) requested(a *agent.Approval) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = append(r.pending, a.ID)
+	if q := a.Question; q != nil {
+		for _, o := range q.Options {
+			r.options[a.ID] = append(r.options[a.ID], o.ID)
+		}
+	}
+	r.status = StatusWaiting
 }
 
 // after updates the run's state once e's events are out.

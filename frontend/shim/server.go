@@ -135,7 +135,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		detail(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	return mux
+	return s.recoverRequests(mux)
 }
 
 func (s *Server) current() *run {
@@ -207,7 +207,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // flush sends what the handler wrote, so a run starts after its reply.
 func flush(w http.ResponseWriter) {
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(w).Flush()
 }
