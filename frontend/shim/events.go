@@ -23,6 +23,11 @@ const writeTimeout = 10 * time.Second
 // never skipped silently; an N that is no sequence, or one the run has
 // not reached, with 400 before the upgrade.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	if !s.subscribe() {
+		s.tooManySubscribers(w, r)
+		return
+	}
+	defer s.unsubscribe()
 	q := r.URL.Query()
 	var after int64
 	if a := q.Get("after"); a != "" {
