@@ -56,13 +56,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ctx := ws.CloseRead(r.Context()) // inbound messages are ignored; a close ends the stream
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	s.goSafe("event stream", func() { // the shim's own end ends its streams
-		select {
-		case <-s.ctx.Done():
-			stop()
-		case <-ctx.Done():
-		}
-	}, nil)
+	defer context.AfterFunc(s.ctx, stop)() // the shim's own end ends its streams
 	err = s.hub.follow(ctx, from, func(frame []byte) error {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		defer cancel()
