@@ -51,6 +51,10 @@ type ShimConfig struct {
 	Sandbox bool
 	// Bootstrap is AGENT_BOOTSTRAP's JSON (empty for none).
 	Bootstrap string
+	// Token is TETHER_SHIM_TOKEN: the secret every request must carry
+	// (the bootstrap's shimToken is the other place to give it). Without
+	// one the shim listens on loopback only.
+	Token string
 	// Announce gets the line {"port":N} once the shim listens.
 	Announce io.Writer
 	Logger   *slog.Logger
@@ -68,6 +72,17 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 		if err := json.Unmarshal([]byte(cfg.Bootstrap), &boot); err != nil {
 			return &ConfigError{Field: "Bootstrap", Reason: "AGENT_BOOTSTRAP is not JSON: " + err.Error()}
 		}
+	}
+	token, tokenSource, err := shim.ResolveToken(boot, cfg.Token)
+	if err != nil {
+		return &ConfigError{Field: "Token", Reason: err.Error()}
+	}
+	host := cfg.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if err := shim.CheckListen(host, token); err != nil {
+		return &ConfigError{Field: "Host", Reason: err.Error()}
 	}
 	if cfg.Workspace == "" {
 		return &ConfigError{Field: "Workspace", Reason: "is required"}
@@ -107,17 +122,13 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	}
 	defer core.close()
 	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
-		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report}
+		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report, Token: token, TokenSource: tokenSource, ListenHost: host}
 	if cfg.Agent == "mock" {
 		shimCfg.ResumeOptions = mock.ResumeOptions
 	}
 	sh, err := shim.New(shimCfg)
 	if err != nil {
 		return err
-	}
-	host := cfg.Host
-	if host == "" {
-		host = "127.0.0.1"
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Port)))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/tetherhq/tether/frontend/shim"
 	"github.com/tetherhq/tether/server"
 )
 
@@ -25,7 +26,15 @@ artifactUploadEndpoint. The agent works in --workspace (default: the
 current directory) with the runner's own configuration and keys in its
 environment; with --sandbox on, in bubblewrap as tether serve runs agents
 (its workspace, its private home and the system only; keys behind a
-loopback proxy).`
+loopback proxy).
+
+Only the backend drives it: a request whose Host is not a loopback name or
+the shim's own address, one from a web page (an Origin header, or
+Sec-Fetch-Site other than none) and a body that is not application/json
+are refused. With a token (TETHER_SHIM_TOKEN, or shimToken in
+AGENT_BOOTSTRAP; 16 bytes at least) every request must carry it, as
+Authorization: Bearer <token> (or ?token= on /events); --host beyond
+loopback needs one (docs/shim.md, "Security").`
 
 func newShimCmd() *cobra.Command {
 	var agentKind, host, workspace, dataDir, cli, sandbox string
@@ -67,7 +76,8 @@ func newShimCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			err = server.RunShim(ctx, server.ShimConfig{Agent: agentKind, Host: host, Port: port, Workspace: workspace,
-				DataDir: dataDir, CLI: cli, Sandbox: sandboxed, Bootstrap: os.Getenv("AGENT_BOOTSTRAP"), Announce: os.Stdout,
+				DataDir: dataDir, CLI: cli, Sandbox: sandboxed, Bootstrap: os.Getenv("AGENT_BOOTSTRAP"),
+				Token: os.Getenv(shim.EnvToken), Announce: os.Stdout,
 				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			if err != nil {
 				if errors.Is(err, server.ErrInvalidConfig) {
@@ -83,7 +93,7 @@ func newShimCmd() *cobra.Command {
 	f.StringVar(&agentKind, "agent", "claude", "the agent: claude, codex, opencode or mock")
 	f.BoolVar(&useMock, "mock", false, "the scripted mock agent (--agent mock)")
 	f.IntVar(&port, "port", 9100, "port to listen on (default AGENT_PORT, else 9100; 0 picks a free port)")
-	f.StringVar(&host, "host", "127.0.0.1", "host to listen on")
+	f.StringVar(&host, "host", "127.0.0.1", "host to listen on (beyond loopback only with a token: "+shim.EnvToken+")")
 	f.StringVar(&workspace, "workspace", "", "the agent's working directory (default: the current directory)")
 	f.StringVar(&dataDir, "data-dir", "", "where to keep the event log and approvals (default: a temporary directory)")
 	f.StringVar(&cli, "cli", "", "the agent's CLI (default: its name on PATH)")

@@ -11,5 +11,8 @@
 // Unlike the reference shims it pushes events as they are logged (no
 // polling), keeps every event of the process so that each connected
 // client gets the whole stream and a reconnecting client resumes from a
-// sequence, and resolves real approvals. docs/shim.md is the contract.
+// sequence, and resolves real approvals. Only its backend may drive it:
+// requests from web pages, under other hosts' names, with non-JSON bodies
+// or without its token (when it has one) are refused before any endpoint
+// (guard.go). docs/shim.md is the contract.
 package shim

@@ -17,21 +17,33 @@ const writeTimeout = 10 * time.Second
 // events serves WS /events: every AdapterEvent, one per text frame, as
 // it is produced. Every client reads at its own cursor: by default from
 // the oldest event no client has been sent yet; ?runId=R&after=N resumes
-// after event N of run R (then every later run); ?replay=all sends
-// everything kept. A resume from an event no longer kept is refused with
-// close code 4410, never skipped silently.
+// after event N of run R (then every later run), waiting for its next
+// event when N is its last so far; ?replay=all sends everything kept. A
+// resume from an event no longer kept is refused with close code 4410,
+// never skipped silently; an N that is no sequence, or one the run has
+// not reached, with 400 before the upgrade.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	if !s.subscribe() {
+		s.tooManySubscribers(w, r)
+		return
+	}
+	defer s.unsubscribe()
 	q := r.URL.Query()
 	var after int64
 	if a := q.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || n < 0 {
-			detail(w, http.StatusBadRequest, "after must be a sequence number")
+			bad := &RangeError{Field: "after", Value: strconv.Quote(a), Reason: "a sequence is a whole number from 0 to 2^63-1"}
+			detail(w, http.StatusBadRequest, bad.Error())
 			return
 		}
 		after = n
 	}
 	from, startErr := s.hub.start(q.Get("runId"), after, q.Get("replay") == "all")
+	if errors.Is(startErr, ErrOutOfRange) {
+		detail(w, http.StatusBadRequest, startErr.Error())
+		return
+	}
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
@@ -44,13 +56,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ctx := ws.CloseRead(r.Context()) // inbound messages are ignored; a close ends the stream
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go func() { // the shim's own end ends its streams
-		select {
-		case <-s.ctx.Done():
-			stop()
-		case <-ctx.Done():
-		}
-	}()
+	defer context.AfterFunc(s.ctx, stop)() // the shim's own end ends its streams
 	err = s.hub.follow(ctx, from, func(frame []byte) error {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 )
 
@@ -67,10 +68,14 @@ func (h *hub) undelivered() int {
 }
 
 // start is the position a client begins after: after the event it names
-// (a run id and a sequence), or, with no run, after what was already
-// delivered to some client (so events emitted while nobody listened, and
-// while a client reconnects, still arrive, as the reference shims'
-// buffers hand them over); all asks for everything retained.
+// (a run id and a sequence; 0 is before the run's first), or, with no
+// run, after what was already delivered to some client (so events
+// emitted while nobody listened, and while a client reconnects, still
+// arrive, as the reference shims' buffers hand them over); all asks for
+// everything retained. An event of the run after seq that is no longer
+// kept, or a run not kept at all, is ErrGone; a sequence the run has not
+// reached is ErrOutOfRange (a client only learns sequences from the
+// stream, so it names one there is or none).
 func (h *hub) start(run string, seq int64, all bool) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -79,33 +84,33 @@ func (h *hub) start(run string, seq int64, all bool) (int64, error) {
 		return h.base, nil
 	case run == "":
 		return max(h.delivered, h.base), nil
+	case seq < 0:
+		return 0, &RangeError{Field: "after", Value: strconv.FormatInt(seq, 10), Reason: "a sequence is 0 or more"}
 	}
-	found := false
+	first, last := -1, -1 // the run's first and last kept frames
 	for i, k := range h.keys {
-		if k.run != run {
-			continue
-		}
-		found = true
-		if k.seq == seq {
-			return h.base + int64(i) + 1, nil
-		}
-		if k.seq > seq { // seq 0, or an event before the run's first kept
-			if i == 0 && h.base > 0 {
-				return 0, fmt.Errorf("%w: event %d of run %s is no longer kept", ErrGone, seq, run)
+		if k.run == run {
+			if first < 0 {
+				first = i
 			}
-			return h.base + int64(i), nil
+			last = i
 		}
 	}
-	if !found {
+	switch {
+	case first < 0:
 		return 0, fmt.Errorf("%w: no run %q", ErrGone, run)
+	case seq > h.keys[last].seq:
+		return 0, &RangeError{Field: "after", Value: strconv.FormatInt(seq, 10),
+			Reason: fmt.Sprintf("run %s has %d events so far", run, h.keys[last].seq)}
+	case h.keys[first].seq-1 > seq: // events between seq and the first kept are gone
+		return 0, fmt.Errorf("%w: event %d of run %s is no longer kept", ErrGone, seq+1, run)
 	}
-	// Past the run's last event so far: from the end of the run.
-	for i := len(h.keys) - 1; i >= 0; i-- {
-		if h.keys[i].run == run {
-			return h.base + int64(i) + 1, nil
+	for i := first; i <= last; i++ {
+		if k := h.keys[i]; k.run == run && k.seq == seq {
+			return h.base + int64(i) + 1, nil // right after it
 		}
 	}
-	return 0, fmt.Errorf("%w: no run %q", ErrGone, run)
+	return h.base + int64(first), nil // seq is just before the first kept
 }
 
 // follow hands every frame after position `after` to send, in order, then

@@ -3,7 +3,9 @@ package shim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
@@ -34,11 +36,7 @@ func (s *Server) startRun(ctx context.Context, brief AgentBrief, native string, 
 
 // begin starts r's pump with its first prompt.
 func (s *Server) begin(r *run, prompt, action string) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		r.pump(s.ctx, prompt, action)
-	}()
+	s.goSafe("run", func() { r.pump(s.ctx, prompt, action) }, func(v any) { s.crashed(r, v) })
 }
 
 func (s *Server) handle(r *run) AgentHandle {
@@ -117,9 +115,19 @@ func (s *Server) noRun(w http.ResponseWriter) *run {
 	return r
 }
 
+// MaxGraceTimeout is the longest grace a kill's graceTimeoutMs may ask
+// for: the shim's lifecycle waits on it.
+const MaxGraceTimeout = 10 * time.Minute
+
 func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 	var body KillRequest
 	if _, ok := readBody(w, r, &body); !ok {
+		return
+	}
+	if body.GraceTimeoutMs < 0 || body.GraceTimeoutMs > MaxGraceTimeout.Milliseconds() {
+		bad := &RangeError{Field: "graceTimeoutMs", Value: strconv.FormatInt(body.GraceTimeoutMs, 10),
+			Reason: fmt.Sprintf("a grace is 0 (the default) to %d ms", MaxGraceTimeout.Milliseconds())}
+		detail(w, http.StatusBadRequest, bad.Error())
 		return
 	}
 	s.mu.Lock()
@@ -252,7 +260,11 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		detail(w, http.StatusUnprocessableEntity, "nothing to resume: the state has no agentId and no briefSnapshot")
 		return
 	}
-	native, turns := resumePoint(st)
+	native, turns, err := resumePoint(st)
+	if err != nil {
+		detail(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if native == "" {
 		detail(w, http.StatusUnprocessableEntity, "nothing to resume: the state names no session (checkpoint.sessionId or sessionId)")
 		return

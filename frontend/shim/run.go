@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -61,19 +63,24 @@ func (r *run) active() bool {
 // emit sends events as this run's envelopes, numbered in order.
 func (r *run) emit(at time.Time, events ...Event) {
 	for _, e := range events {
-		r.mu.Lock()
-		r.seq++
-		env := Envelope{SourceEventID: r.s.cfg.NewID(), SourceSequence: r.seq, SourceOccurredAt: utc(at), RunID: r.id, Event: e}
-		frame, err := json.Marshal(env)
-		if err != nil { // a value of ours that JSON cannot hold: say so, never drop it silently
-			frame, _ = json.Marshal(Envelope{SourceEventID: env.SourceEventID, SourceSequence: r.seq, SourceOccurredAt: env.SourceOccurredAt,
-				RunID: r.id, Event: r.mapper.ev("error", "severity", "warning", "message", clip("event not encodable: "+err.Error()),
-					"category", "internal", "recoverable", true)})
-		}
-		// Appended under the run's lock, so its sequence is the stream's order.
-		r.s.hub.append(frame, cursor{run: r.id, seq: r.seq})
-		r.mu.Unlock()
+		r.emitOne(at, e)
 	}
+}
+
+func (r *run) emitOne(at time.Time, e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock() // a panic below must not leave the run locked
+	env := Envelope{SourceEventID: r.s.cfg.NewID(), SourceSequence: r.seq + 1, SourceOccurredAt: utc(at), RunID: r.id, Event: e}
+	frame, err := json.Marshal(env)
+	if err != nil { // a value of ours that JSON cannot hold: say so, never drop it silently
+		env.Event = r.mapper.ev("error", "severity", "warning", "message", clip("event not encodable: "+err.Error()),
+			"category", "internal", "recoverable", true)
+		frame, _ = json.Marshal(env)
+	}
+	// Appended under the run's lock, so its sequence is the stream's
+	// order; counted once it is in, so a failure leaves no gap.
+	r.s.hub.append(frame, cursor{run: r.id, seq: env.SourceSequence})
+	r.seq = env.SourceSequence
 }
 
 // pump follows the run's canonical session and emits its AgentEvents,
@@ -139,15 +146,7 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 		}
 		r.mu.Unlock()
 	case agent.KindApprovalRequested:
-		r.mu.Lock()
-		r.pending = append(r.pending, e.Approval.ID)
-		if q := e.Approval.Question; q != nil {
-			for _, o := range q.Options {
-				r.options[e.Approval.ID] = append(r.options[e.Approval.ID], o.ID)
-			}
-		}
-		r.status = StatusWaiting
-		r.mu.Unlock()
+		r.requested(e.Approval)
 	case agent.KindTurnCompleted:
 		if e.Turn.Status == agent.TurnCompleted && r.s.followUp(ctx, r) {
 			r.emit(e.Time, r.mapper.status("Turn completed; delivering the queued context and brief updates"))
@@ -167,6 +166,19 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 	r.emit(e.Time, m.events...)
 	r.after(e)
 	return true
+}
+
+// requested notes an open decision, and its options.
+func (r *run) requested(a *agent.Approval) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = append(r.pending, a.ID)
+	if q := a.Question; q != nil {
+		for _, o := range q.Options {
+			r.options[a.ID] = append(r.options[a.ID], o.ID)
+		}
+	}
+	r.status = StatusWaiting
 }
 
 // after updates the run's state once e's events are out.
@@ -289,29 +301,52 @@ func (s *Server) checkpointOf(native string, turns int) SdkCheckpoint {
 	return SdkCheckpoint{SDK: "openai", SessionID: native, RunStateJSON: string(runState), StateSnapshot: snapshot}
 }
 
+// MaxScriptPosition is the largest script position (turns so far) a
+// resume takes: the shim counts a conversation's turns on from it, and
+// no conversation has more.
+const MaxScriptPosition = math.MaxInt32
+
 // resumePoint is the agent's own session id and script position a
-// state names.
-func resumePoint(st SerializedAgentState) (native string, turns int) {
-	native, turns = st.Checkpoint.SessionID, 0
-	if st.Checkpoint.ScriptPosition != nil {
-		turns = *st.Checkpoint.ScriptPosition
+// state names. A position out of 0..MaxScriptPosition is a RangeError.
+func resumePoint(st SerializedAgentState) (native string, turns int, err error) {
+	native = st.Checkpoint.SessionID
+	if p := st.Checkpoint.ScriptPosition; p != nil {
+		if turns, err = scriptPosition("checkpoint.scriptPosition", json.Number(strconv.Itoa(*p))); err != nil {
+			return "", 0, err
+		}
 	}
 	if st.Checkpoint.RunStateJSON != "" {
 		var rs struct {
-			SessionID string `json:"sessionId"`
-			Turns     int    `json:"turns"`
+			SessionID string      `json:"sessionId"`
+			Turns     json.Number `json:"turns"`
 		}
+		// Not of this shim's shape: the session ids beside it still tell.
 		if json.Unmarshal([]byte(st.Checkpoint.RunStateJSON), &rs) == nil {
 			if native == "" {
 				native = rs.SessionID
 			}
-			if turns == 0 {
-				turns = rs.Turns
+			if rs.Turns != "" {
+				n, err := scriptPosition("checkpoint.runStateJson turns", rs.Turns)
+				if err != nil {
+					return "", 0, err
+				}
+				if turns == 0 {
+					turns = n
+				}
 			}
 		}
 	}
 	if native == "" {
 		native = st.SessionID
 	}
-	return native, turns
+	return native, turns, nil
+}
+
+// scriptPosition reads a position in 0..MaxScriptPosition.
+func scriptPosition(field string, v json.Number) (int, error) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 0 || n > MaxScriptPosition {
+		return 0, &RangeError{Field: field, Value: string(v), Reason: fmt.Sprintf("a script position is a whole number from 0 to %d", MaxScriptPosition)}
+	}
+	return int(n), nil
 }

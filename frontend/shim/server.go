@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/runner/sessions"
 )
 
@@ -42,7 +44,19 @@ type Config struct {
 	// Usage, when set, reports what the agent uses for /health's
 	// resourceUsage (its process tree and its workspace's disk); without
 	// it, or when it fails, the shim's own memory is all /health tells.
-	Usage  func(ctx context.Context) (ResourceUsage, error)
+	Usage func(ctx context.Context) (ResourceUsage, error)
+
+	// Token, when set, is the secret every request must carry (see
+	// ResolveToken); TokenSource names where it came from, for errors.
+	Token       string
+	TokenSource string
+	// ListenHost is the host the shim listens on: a request's Host may
+	// name it, as well as loopback. Beyond loopback it needs a Token.
+	ListenHost string
+	// MaxSubscribers caps the WS /events clients served at once
+	// (DefaultMaxSubscribers).
+	MaxSubscribers int
+
 	Now    func() time.Time
 	NewID  func() string
 	Logger *slog.Logger
@@ -55,6 +69,11 @@ type Server struct {
 	hub     *hub
 	started time.Time
 	log     *slog.Logger
+	// tokens is Config.Token's set (nil without one); listenHost is
+	// Config.ListenHost without brackets ("" for every interface).
+	tokens      *auth.Tokens
+	listenHost  string
+	subscribers atomic.Int64 // WS /events clients served now
 
 	ctx    context.Context // ends the runs' goroutines on Close
 	cancel context.CancelFunc
@@ -87,12 +106,32 @@ func New(cfg Config) (*Server, error) {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 5 * time.Second
 	}
+	if cfg.MaxSubscribers <= 0 {
+		cfg.MaxSubscribers = DefaultMaxSubscribers
+	}
+	if cfg.ListenHost != "" {
+		if err := CheckListen(cfg.ListenHost, cfg.Token); err != nil {
+			return nil, err
+		}
+	}
+	var tokens *auth.Tokens
+	if cfg.Token != "" {
+		source := cfg.TokenSource
+		if source == "" {
+			source = "Config.Token"
+		}
+		var err error
+		if tokens, err = loadToken(cfg.Token, source); err != nil {
+			return nil, err
+		}
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, hub: newHub(cfg.Retain), started: cfg.Now(), log: log, ctx: ctx, cancel: cancel}, nil
+	return &Server{cfg: cfg, hub: newHub(cfg.Retain), started: cfg.Now(), log: log, tokens: tokens,
+		listenHost: bareHost(cfg.ListenHost), ctx: ctx, cancel: cancel}, nil
 }
 
 // PluginName is what handles and states report.
@@ -119,7 +158,7 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
-// Handler serves the shim's endpoints.
+// Handler serves the shim's endpoints, to the backend only (see guard).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
@@ -135,7 +174,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		detail(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	return mux
+	return s.recoverRequests(s.guard(mux))
 }
 
 func (s *Server) current() *run {
@@ -207,7 +246,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // flush sends what the handler wrote, so a run starts after its reply.
 func flush(w http.ResponseWriter) {
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(w).Flush()
 }

@@ -1,9 +1,12 @@
 package shim_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +89,32 @@ func TestEventsWaitForTheFirstClient(t *testing.T) {
 	e := later.Next(wait)
 	if e.Type() != "lifecycle" || e.Str("action") != "killed" {
 		t.Errorf("a client connecting after delivery got %s %s first", e.Type(), e.Str("action"))
+	}
+}
+
+// A client resuming at the run's last event so far waits for the run's
+// next one; one resuming past it (a sequence it cannot have seen) is
+// refused with 400 before the upgrade, as a negative one is.
+func TestEventsResumeAtAndPastTheEnd(t *testing.T) {
+	h := start(t, newMock(), nil)
+	events := h.Events("")
+	h.Must(200, "POST", "/spawn", brief("one"), nil)
+	run := events.Until("completion", wait)
+	last := run[len(run)-1]
+	for _, after := range []int64{last.SourceSequence + 1, -1} {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ws, resp, err := websocket.Dial(ctx, fmt.Sprintf("ws%s/events?runId=%s&after=%d", strings.TrimPrefix(h.Base, "http"), last.RunID, after), nil)
+		cancel()
+		if err == nil {
+			ws.CloseNow()
+		}
+		if resp == nil || resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("after=%d past the run's last event %d: %v", after, last.SourceSequence, err)
+		}
+	}
+	at := h.Events(fmt.Sprintf("runId=%s&after=%d", last.RunID, last.SourceSequence))
+	h.Must(200, "POST", "/inject-context", map[string]any{"content": "one more", "priority": "required"}, nil)
+	if e := at.Next(wait); e.RunID != last.RunID || e.SourceSequence != last.SourceSequence+1 {
+		t.Errorf("at the end, the next event is %d of %s", e.SourceSequence, e.RunID)
 	}
 }

@@ -145,6 +145,10 @@ type Bootstrap struct {
 	TokenExpiresAt         string `json:"tokenExpiresAt"`
 	AgentID                string `json:"agentId"`
 	ArtifactUploadEndpoint string `json:"artifactUploadEndpoint"`
+	// ShimToken, when set, is the shim's token: what the backend sends
+	// the shim (Authorization: Bearer), not what the shim sends it
+	// (BackendToken). EnvToken is the other place to give it.
+	ShimToken string `json:"shimToken,omitempty"`
 }
 
 // Health is the reply of /health.

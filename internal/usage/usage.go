@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -18,26 +19,62 @@ import (
 	"github.com/tetherhq/tether/internal/procstat"
 )
 
+// DefaultMinWindow is the shortest window a CPU share is measured over.
+// /proc counts CPU time in clock ticks (10 ms) per process, so over a
+// few milliseconds one tick of each of a few processes reads as several
+// cores kept busy; over a second the error is a percent per process.
+const DefaultMinWindow = time.Second
+
+// TreeOptions configure a Tree.
+type TreeOptions struct {
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// MinWindow is the shortest window a share is measured over
+	// (0: DefaultMinWindow).
+	MinWindow time.Duration
+	// CPUs is how many cores the tree can keep busy (0:
+	// runtime.NumCPU()): a share is never reported above 100 × CPUs.
+	CPUs int
+}
+
 // Tree samples the process tree rooted at one pid.
 type Tree struct {
-	root int
-	now  func() time.Time
+	root      int
+	now       func() time.Time
+	minWindow time.Duration
+	maxShare  float64
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// The start of the window being measured: the tree's CPU time then
+	// and when.
 	lastCPU  time.Duration
 	lastTime time.Time
+	share    float64       // over the last full window
+	window   time.Duration // of the last full window; 0 before one
 }
 
 // NewTree measures the tree under root (os.Getpid() for "this process and
-// what it runs") from now on: the first sample's CPU share is over the
-// time since NewTree. now nil means time.Now.
+// what it runs") from now on: the first CPU share is over the first
+// window of at least DefaultMinWindow since NewTree. now nil means
+// time.Now.
 func NewTree(root int, now func() time.Time) *Tree {
-	if now == nil {
-		now = time.Now
+	return NewTreeWith(root, TreeOptions{Now: now})
+}
+
+// NewTreeWith is NewTree with options.
+func NewTreeWith(root int, opts TreeOptions) *Tree {
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	t := &Tree{root: root, now: now}
+	if opts.MinWindow <= 0 {
+		opts.MinWindow = DefaultMinWindow
+	}
+	if opts.CPUs <= 0 {
+		opts.CPUs = runtime.NumCPU()
+	}
+	t := &Tree{root: root, now: opts.Now, minWindow: opts.MinWindow, maxShare: 100 * float64(opts.CPUs)}
 	t.lastCPU, _ = t.cpu() // a tree not there yet starts from nothing
-	t.lastTime = now()
+	t.lastTime = t.now()
 	return t
 }
 
@@ -49,17 +86,23 @@ func (t *Tree) cpu() (time.Duration, error) {
 
 // Sample is a tree's use at one moment.
 type Sample struct {
-	// CPUPercent is the tree's CPU time since the previous sample (the
-	// first: since NewTree) over the wall time between: 100 is one core
-	// kept busy.
+	// CPUPercent is the tree's CPU time over the last window of at least
+	// the minimum (the first: from NewTree on), as a share of the
+	// window's wall time: 100 is one core kept busy. It is 0 until the
+	// first window has passed, and never above 100 × the cores.
 	CPUPercent float64
+	// CPUWindow is the window CPUPercent is over; 0 when none has
+	// passed yet (CPUPercent is not measured then).
+	CPUWindow time.Duration
 	// RSSBytes is the resident memory of its live processes, summed.
 	RSSBytes int64
 	// Processes is how many live processes it has, root included.
 	Processes int
 }
 
-// Sample reads the tree now.
+// Sample reads the tree now. A window ends at the first sample at least
+// the minimum window after it began, and the next one begins there;
+// samples within a window tell the last window's share again.
 func (t *Tree) Sample() (Sample, error) {
 	r, err := t.read()
 	if err != nil {
@@ -68,12 +111,15 @@ func (t *Tree) Sample() (Sample, error) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := Sample{RSSBytes: r.rss, Processes: r.processes}
-	if wall := now.Sub(t.lastTime); wall > 0 && r.cpu >= t.lastCPU {
-		s.CPUPercent = 100 * float64(r.cpu-t.lastCPU) / float64(wall)
+	if wall := now.Sub(t.lastTime); wall >= t.minWindow {
+		// A tree whose CPU time went down lost a process (and what it
+		// used) meanwhile: the window tells nothing above 0.
+		used := max(r.cpu-t.lastCPU, 0)
+		t.share = min(100*float64(used)/float64(wall), t.maxShare)
+		t.window = wall
+		t.lastCPU, t.lastTime = r.cpu, now
 	}
-	t.lastCPU, t.lastTime = r.cpu, now
-	return s, nil
+	return Sample{CPUPercent: t.share, CPUWindow: t.window, RSSBytes: r.rss, Processes: r.processes}, nil
 }
 
 // reading is a tree's totals at one moment.

@@ -21,11 +21,13 @@ import (
 	"github.com/tetherhq/tether/internal/testkit/testenv"
 )
 
-// Client calls a shim at Base (http://host:port) as the backend does.
+// Client calls a shim at Base (http://host:port) as the backend does:
+// JSON bodies, no browser headers, and its Token (when set) as a bearer.
 type Client struct {
 	T       testing.TB
 	Base    string
 	AgentID string
+	Token   string
 }
 
 // Call posts body (a value or raw string) to path and decodes the reply
@@ -53,6 +55,9 @@ func (c *Client) Call(method, path string, body any, out any) int {
 		c.T.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.T.Fatalf("%s %s: %v", method, path, err)
@@ -121,7 +126,11 @@ func (c *Client) events(query string, late bool) *Stream {
 	}
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer dcancel()
-	ws, _, err := websocket.Dial(dctx, url, nil)
+	var opts *websocket.DialOptions
+	if c.Token != "" {
+		opts = &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.Token}}}
+	}
+	ws, _, err := websocket.Dial(dctx, url, opts)
 	if err != nil {
 		cancel()
 		c.T.Fatalf("dial %s: %v", url, err)
@@ -226,8 +235,11 @@ func (s *Stream) Until(typ string, timeout time.Duration) []Envelope {
 // from the first stdout line that is JSON with a numeric port, then
 // GET /health until it answers.
 type Child struct {
-	Cmd    *exec.Cmd
-	Port   int
+	Cmd  *exec.Cmd
+	Port int
+	// Token is the shim's token, from TETHER_SHIM_TOKEN in env or the
+	// bootstrap's shimToken ("" for none): Launch's health checks send it.
+	Token  string
 	stderr *testenv.SyncBuffer
 	exited chan error
 }
@@ -247,7 +259,7 @@ func Launch(t testing.TB, env []string, bootstrap string, name string, args ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := &Child{Cmd: cmd, stderr: &testenv.SyncBuffer{}, exited: make(chan error, 1)}
+	ch := &Child{Cmd: cmd, Token: tokenOf(env, bootstrap), stderr: &testenv.SyncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = ch.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -280,6 +292,9 @@ func Launch(t testing.TB, env []string, bootstrap string, name string, args ...s
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://localhost:%d/health", ch.Port), nil)
+		if ch.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+ch.Token)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		cancel()
 		if err == nil {
@@ -293,6 +308,26 @@ func Launch(t testing.TB, env []string, bootstrap string, name string, args ...s
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// tokenOf is the shim token a launch gives: the last TETHER_SHIM_TOKEN
+// of env, else the bootstrap's shimToken.
+func tokenOf(env []string, bootstrap string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "TETHER_SHIM_TOKEN="); ok {
+			return v
+		}
+	}
+	var boot struct {
+		ShimToken string `json:"shimToken"`
+	}
+	_ = json.Unmarshal([]byte(bootstrap), &boot)
+	return boot.ShimToken
+}
+
+// Client is a client of the child at http://localhost:port, with its token.
+func (c *Child) Client(t testing.TB, agentID string) *Client {
+	return &Client{T: t, Base: fmt.Sprintf("http://localhost:%d", c.Port), AgentID: agentID, Token: c.Token}
 }
 
 // Stop sends SIGTERM, as the backend does, and waits for the exit (20 s,
