@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+
+	"github.com/tetherhq/tether/internal/safe"
 )
 
 // A panic in the shim's code ends the request or run it happened in,
@@ -64,14 +66,11 @@ func (s *Server) goSafe(what string, fn func(), onPanic func(v any)) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer func() {
-			if v := recover(); v != nil {
-				s.logPanic(what, v)
-				if onPanic != nil {
-					onPanic(v)
-				}
+		defer safe.Recover(s.log, "shim: "+what, func(p *safe.PanicError) {
+			if onPanic != nil {
+				onPanic(p.Value)
 			}
-		}()
+		})
 		fn()
 	}()
 }

@@ -56,7 +56,7 @@ func TestPanicInARunEndsOnlyTheRun(t *testing.T) {
 	if health.AgentStatus != shim.StatusError {
 		t.Errorf("after the crash: %s", health.AgentStatus)
 	}
-	if log := logs.String(); !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "run panicked") ||
+	if log := logs.String(); !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "recovered from a panic") || !strings.Contains(log, "shim: run") ||
 		!strings.Contains(log, "the upload exploded") || !strings.Contains(log, "goroutine") {
 		t.Errorf("the panic is not logged with its stack:\n%s", log)
 	}
