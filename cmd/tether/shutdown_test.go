@@ -40,23 +40,31 @@ func TestServeSIGTERMLetsSessionsAPITurnsFinish(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	// The Claude Code turn runs on and completes.
-	if end := claudeEvents.until("the turn's end", kind(agent.KindTurnCompleted)); end.Turn.Status != agent.TurnCompleted {
-		t.Fatalf("the Claude Code turn ended %s after SIGTERM: %+v", end.Turn.Status, end.Error)
-	}
-	// Nothing new starts, but the approval is still answered.
+	// Nothing new starts once the shutdown has begun (a prompt that came
+	// before may still have run a turn)…
 	var refused *client.Error
-	if err := c.Prompt(ctx, idle, "hello"); !errors.As(err, &refused) || refused.Status != http.StatusServiceUnavailable || refused.Code != "shutting_down" {
-		t.Errorf("a new turn during the shutdown: %v", err)
+	for deadline := time.Now().Add(waitLimit); ; time.Sleep(10 * time.Millisecond) {
+		err := c.Prompt(ctx, idle, "hello")
+		if errors.As(err, &refused) && refused.Status == http.StatusServiceUnavailable && refused.Code == "shutting_down" {
+			break
+		}
+		if err != nil && !errors.Is(err, agent.ErrTurnInProgress) || time.Now().After(deadline) {
+			t.Fatalf("a new turn after SIGTERM: %v", err)
+		}
 	}
 	if _, err := c.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "late"}); !errors.As(err, &refused) || refused.Code != "shutting_down" {
 		t.Errorf("a new session during the shutdown: %v", err)
 	}
+	// …but a turn's approval is still answered, and the turns in progress
+	// complete.
 	if _, err := c.Resolve(ctx, asking, approval.ID, client.Answer{Decision: agent.Allow}); err != nil {
 		t.Fatalf("answering an approval during the shutdown: %v", err)
 	}
 	if end := askingEvents.until("the turn's end", kind(agent.KindTurnCompleted)); end.Turn.Status != agent.TurnCompleted {
 		t.Fatalf("the approved turn ended %s after SIGTERM: %+v", end.Turn.Status, end.Error)
+	}
+	if end := claudeEvents.until("the turn's end", kind(agent.KindTurnCompleted)); end.Turn.Status != agent.TurnCompleted {
+		t.Fatalf("the Claude Code turn ended %s after SIGTERM: %+v", end.Turn.Status, end.Error)
 	}
 	// The SLOW turn is interrupted when the grace is over.
 	end := slowEvents.until("the slow turn's end", kind(agent.KindTurnCompleted))
