@@ -55,7 +55,7 @@ func TestRealCLIConsole(t *testing.T) {
 	b.expect(fmt.Sprintf(`sessionStorage.getItem("tether.token") === %q && !location.href.includes(%q)`, tr.Token, tr.Token), "the token kept for the tab, not in the URL")
 
 	// A new session whose first turn streams its reply slowly.
-	b.run(chromedp.Click(chromedp.CSS(`#new-session`)))
+	b.navigate("the new session's form", chromedp.Click(chromedp.CSS(`#new-session`)))
 	b.hasNames("New session", "Agent", "Workspace", "Prompt", "Send")
 	ws := newWorkspaceID("console")
 	b.run(chromedp.SetValue(chromedp.CSS(`#create-agent`), "claude"),
@@ -93,6 +93,11 @@ func TestRealCLIConsole(t *testing.T) {
 	b.until(`count("[data-approval] [data-status=pending]") === 1`, "the approval")
 	b.hasNames("Approve", "Deny", "Interrupt")
 	b.expect(`text("[data-approval] .text") === "Bash: touch via-console.txt"`, "the approval's title")
+	// The list above the session shows the approval too, once its next
+	// fetch is back (late under load): at phone width that adds a line
+	// above the button, which must not move between finding it and the
+	// click.
+	b.until(`text("#approvals-summary") === "1 approval waiting" && count("#session-list .pending") === 1`, "the list showing the approval")
 	b.shot("4-approval")
 	// At phone width: nothing wider than the screen, and the buttons work.
 	b.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
@@ -153,6 +158,11 @@ func TestRealCLIConsole(t *testing.T) {
 	// Interrupt a running turn.
 	b.prompt("SLOW")
 	b.until(`agentText().includes("tick 2")`, "the second slow reply")
+	// The list's fetch from before the turn began may land after it and
+	// show the session idle, which disables Interrupt until the next one
+	// (late under load): the list showing the turn running comes after.
+	b.until(`text("#session-list [aria-current=true] .state") === "running" && !document.querySelector("#interrupt").disabled`,
+		"the turn shown running, Interrupt enabled")
 	b.run(chromedp.Click(chromedp.CSS(`#interrupt`)))
 	b.until(`document.querySelector("[data-turn-end=interrupted]") !== null`, "the interrupted turn")
 
@@ -170,8 +180,8 @@ func TestRealCLIConsole(t *testing.T) {
 	// Another agent: a bad workspace id gets the runner's reason; then a
 	// question answered with an option, and an approval allowed for the
 	// whole session.
-	b.run(chromedp.Click(chromedp.CSS(`#new-session`)),
-		chromedp.SetValue(chromedp.CSS(`#create-agent`), "mock"),
+	b.navigate("the new session's form", chromedp.Click(chromedp.CSS(`#new-session`)))
+	b.run(chromedp.SetValue(chromedp.CSS(`#create-agent`), "mock"),
 		chromedp.SendKeys(chromedp.CSS(`#create-workspace`), "no/such id"),
 		chromedp.SendKeys(chromedp.CSS(`#create-prompt`), "ASK_QUESTION REQUEST_APPROVAL"),
 		chromedp.Click(chromedp.CSS(`#create-form button[type=submit]`)))
@@ -212,8 +222,8 @@ func TestRealCLIConsoleRevokedToken(t *testing.T) {
 	b.run(chromedp.Navigate("http://" + proxy.Addr() + "/"))
 	b.signIn(tr.Token)
 	b.until(`!document.querySelector("#app-view").hidden && document.querySelector("#create-agent").options.length > 0`, "signed in")
-	b.run(chromedp.Click(chromedp.CSS(`#new-session`)),
-		chromedp.SetValue(chromedp.CSS(`#create-agent`), "claude"),
+	b.navigate("the new session's form", chromedp.Click(chromedp.CSS(`#new-session`)))
+	b.run(chromedp.SetValue(chromedp.CSS(`#create-agent`), "claude"),
 		chromedp.SendKeys(chromedp.CSS(`#create-workspace`), newWorkspaceID("console")),
 		chromedp.SendKeys(chromedp.CSS(`#create-prompt`), "hello there"),
 		chromedp.Click(chromedp.CSS(`#create-form button[type=submit]`)))
@@ -325,6 +335,21 @@ func (b *browser) until(expr, what string) {
 	}
 	page, _ := evaluate[string](b, `document.querySelector("#app-view").hidden ? text("body") : text("#session-view")`)
 	b.t.Fatalf("no %s within a minute (%s; last error %v); the page shows:\n%s", what, expr, lastErr, page)
+}
+
+// navigate runs actions that change the page's location (a click on New
+// session) and waits until the page has handled the change. The console
+// handles it twice, at the click and at the hashchange event after, and
+// each time puts the focus in the form's first field: under load the
+// event comes late, and keys sent to another field meanwhile would jump
+// to that one.
+func (b *browser) navigate(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	// Listeners run in order: this one after the console's own.
+	b.run(chromedp.Evaluate[chromedp.Void](`window.navigated = false;
+		addEventListener("hashchange", () => { window.navigated = true; }, {once: true})`))
+	b.run(actions...)
+	b.until(`window.navigated`, what)
 }
 
 func (b *browser) expect(expr, what string) {

@@ -173,10 +173,15 @@ func (c *Core) AgentKinds() []string {
 	return slices.Compact(kinds)
 }
 
-// Close shuts the sessions down (waiting up to ctx) and releases the
-// log, the approvals and the key proxies.
+// Close stops gracefully: it takes no new sessions or turns, lets the
+// turns in progress finish until ctx ends (then interrupts the ones
+// left), ends the sessions and releases the log, the approvals and the
+// key proxies.
 func (c *Core) Close(ctx context.Context) error {
-	err := c.Sessions.Shutdown(ctx)
+	c.Sessions.Drain(ctx)
+	stop, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	err := c.Sessions.Shutdown(stop)
 	c.close()
 	return err
 }

@@ -2,12 +2,15 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
 	"github.com/tetherhq/tether/server"
 )
 
@@ -57,5 +60,89 @@ func closeCore(t *testing.T, c *server.Core) {
 	defer cancel()
 	if err := c.Close(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// Closing the core (tether daemon's SIGTERM) is graceful: no new turns,
+// the turns in progress run on — an approval answered meanwhile lets its
+// turn complete — and the ones left when the grace ends are interrupted.
+func TestCoreCloseLetsTurnsFinish(t *testing.T) {
+	c, err := server.OpenCore(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Sessions
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func(ws, prompt string) (string, <-chan agent.Event) {
+		t.Helper()
+		info, err := m.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := make(chan agent.Event, 256)
+		go func() {
+			defer close(events)
+			for e, err := range m.Events(ctx, info.ID, 0) {
+				if err != nil {
+					return
+				}
+				events <- e
+			}
+		}()
+		if prompt != "" {
+			if err := m.Prompt(ctx, info.ID, prompt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return info.ID, events
+	}
+	until := func(events <-chan agent.Event, k agent.Kind) agent.Event {
+		t.Helper()
+		for e := range events {
+			if e.Kind == k {
+				return e
+			}
+		}
+		t.Fatalf("no %s", k)
+		return agent.Event{}
+	}
+	slow, slowEvents := start("slow", "SLOW")
+	until(slowEvents, agent.KindItemDelta)
+	asking, askingEvents := start("asking", "REQUEST_APPROVAL")
+	approval := until(askingEvents, agent.KindApprovalRequested).Approval
+	idle, _ := start("idle", "")
+
+	grace, endGrace := context.WithCancel(ctx)
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(grace) }()
+	for {
+		err := m.Prompt(ctx, idle, "hello")
+		if errors.Is(err, sessions.ErrShuttingDown) {
+			break
+		}
+		if err != nil && !errors.Is(err, agent.ErrTurnInProgress) {
+			t.Fatalf("a prompt while closing: %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("prompts still taken while closing")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := m.Resolve(ctx, asking, agent.Resolution{ApprovalID: approval.ID, Decision: agent.Allow, Cause: agent.CauseClient}); err != nil {
+		t.Fatal(err)
+	}
+	if end := until(askingEvents, agent.KindTurnCompleted); end.Turn.Status != agent.TurnCompleted {
+		t.Fatalf("the approved turn ended %s", end.Turn.Status)
+	}
+	if info, err := m.Get(slow); err != nil || info.State != sessions.StateRunning {
+		t.Fatalf("the slow turn before the grace ended: %+v %v", info, err)
+	}
+	endGrace()
+	if end := until(slowEvents, agent.KindTurnCompleted); end.Turn.Status != agent.TurnInterrupted {
+		t.Fatalf("the slow turn ended %s", end.Turn.Status)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -11,11 +11,15 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/metrics"
+	"github.com/tetherhq/tether/runner/auth"
 )
 
 // serveMetrics serves /metrics on cfg.MetricsAddr, without
 // authentication, until stop is called; with no MetricsAddr it does
 // nothing (the main listener serves /metrics behind the hosts' tokens).
+// On loopback it answers only loopback Host names, as the main listener
+// does: without a token, that is all that keeps a page on a name rebound
+// to 127.0.0.1 from reading the runner's metrics.
 func serveMetrics(cfg Config, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
 	if cfg.MetricsAddr == "" {
 		return func() {}, nil
@@ -26,7 +30,12 @@ func serveMetrics(cfg Config, m *metrics.Metrics, log *slog.Logger) (stop func()
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
+	addr := ln.Addr().String()
+	var h http.Handler = mux
+	if auth.IsLoopback(addr) {
+		h = auth.LoopbackHosts(log, h)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -34,7 +43,6 @@ func serveMetrics(cfg Config, m *metrics.Metrics, log *slog.Logger) (stop func()
 			log.Error("metrics listener failed", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
-	addr := ln.Addr().String()
 	log.Info("metrics listening", "addr", addr)
 	if cfg.MetricsReady != nil {
 		cfg.MetricsReady(addr)

@@ -181,26 +181,40 @@ func serve(srv *http.Server, ln net.Listener, cfg Config) error {
 	return err
 }
 
-// shutdown: stop accepting, let turns finish up to the deadline, stop the
-// agents, flush the log.
+// stopTimeout bounds ending the sessions once their turns' grace is over
+// (their agents stopping, their last events logged), and the wait for the
+// requests still open after.
+const stopTimeout = 10 * time.Second
+
+// shutdown: take no new sessions or turns, let the turns in progress of
+// every front end finish up to the timeout (their clients may still
+// follow them and answer their approvals), interrupt the ones left, end
+// the sessions, stop serving, flush the log.
 func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr chan error) error {
 	timeout := cfg.ShutdownTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	grace, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	log.Info("runner shutting down", "timeout", timeout)
+	// Protocol v1's turns and the sessions API's get the same grace, side
+	// by side.
+	v1Done := make(chan error, 1)
+	go func() { v1Done <- p.runner.Shutdown(grace) }()
+	p.sessions.Drain(grace)
 	p.stopExpiry()
-	// Canonical sessions end first: their event streams (plain HTTP
-	// requests) finish with them, so the server's shutdown does not wait
-	// on them.
-	sessErr := p.sessions.Shutdown(ctx)
-	_ = srv.Shutdown(ctx) // listener closed; hijacked WebSockets end with their sessions
-	err := p.runner.Shutdown(ctx)
-	// Every session is over; connections without one (still before init)
-	// end now, and Run returns only once no handler runs.
+	stop, cancelStop := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancelStop()
+	// Canonical sessions end before the server stops: their event streams
+	// (plain HTTP requests) finish with them.
+	sessErr := p.sessions.Shutdown(stop)
+	err := <-v1Done // hijacked WebSockets end with their sessions
+	// Every session is over; what is still open (connections before
+	// init, the runner-wide feed) ends now, and Run returns only once no
+	// handler runs.
 	p.cancelRequests()
+	_ = srv.Shutdown(stop)
 	p.handlers.wait()
 	<-serveErr
 	return errors.Join(err, sessErr)

@@ -96,7 +96,7 @@ func newDaemonCmd() *cobra.Command {
 	fl.StringVar(&cfg.Agents.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per session's workspace (default: DATA/workspaces)")
 	fl.DurationVar(&cfg.Agents.ApprovalTimeout, "approval-timeout", 30*time.Minute,
 		"how long a permission waits for the phone before it is denied (0: until its session ends)")
-	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long sessions may take to stop after SIGTERM")
+	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long turns in progress may run on after SIGTERM before they are interrupted")
 	defineAgentFlags(fl, &cfg.Agents, &clis, &sandbox)
 	defineProcessFlags(fl, &logFormat, &logLevel, &heapFloor)
 	return cmd

@@ -52,8 +52,11 @@ read the real one.
 SIGHUP: read the tokens again (the token file, or the generated token's file,
 made anew if removed); connections of a token no longer there close at once.
 
-SIGTERM or Ctrl-C: stop accepting, let turns finish up to --shutdown-timeout,
-stop the agents, keep every workspace and log consistent.`, auth.MinTokenLength, auth.GeneratedTokenFile)
+SIGTERM or Ctrl-C: take no new sessions, nor turns of the sessions API
+(/readyz answers 503), let the turns in progress finish up to
+--shutdown-timeout (their clients can still follow them and answer their
+approvals), interrupt the ones left, stop the agents, keep every workspace
+and log consistent.`, auth.MinTokenLength, auth.GeneratedTokenFile)
 }
 
 // hangups delivers SIGHUP, the signal that reloads the hosts' tokens
@@ -139,7 +142,7 @@ func newServeCmd() *cobra.Command {
 	fl.DurationVar(&cfg.GracePeriod, "grace", 60*time.Second, "how long a session outlives its connection")
 	fl.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", 30*time.Minute,
 		"how long an approval of the sessions API (/v1) waits for an answer before it is denied (0: until its session ends)")
-	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long turns may run on after SIGTERM")
+	fl.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long turns in progress may run on after SIGTERM before they are interrupted")
 	fl.IntVar(&cfg.MaxSessions, "max-sessions", 1000, "live sessions at most (0: no limit)")
 	fl.IntVar(&cfg.MaxConnsPerToken, "max-conns-per-token", 100, "connections per token at most (0: no limit)")
 	fl.Int64Var(&cfg.MaxFrameSize, "max-frame-size", 16<<20, "largest host frame in `BYTES`")

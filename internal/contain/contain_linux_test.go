@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -88,26 +89,60 @@ func TestFdinfoPid(t *testing.T) {
 	}
 }
 
-// A command name with spaces and parentheses does not shift the fields.
+// A command name with spaces and parentheses does not shift the fields,
+// and a child is read as alive in whatever state a live process may be
+// in. Its binary is a copy just dropped from the page cache, so its exec
+// reads it from disk, as under heavy load: read at once, the child is
+// often mid-exec, in D (an uninterruptible wait) with its name still
+// ours; read once its exec is done, it has the odd name.
 func TestReadStat(t *testing.T) {
-	dir := t.TempDir()
-	odd := filepath.Join(dir, "a) b (c")
-	if err := os.Symlink("/bin/sleep", odd); err != nil {
-		t.Fatal(err)
-	}
+	odd := filepath.Join(t.TempDir(), "a) b (c")
+	coldCopy(t, "/bin/sleep", odd)
 	cmd := exec.Command(odd, "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	st, err := procstat.Read(cmd.Process.Pid)
+	pid := cmd.Process.Pid
+	self, _ := procstat.Read(os.Getpid())
+	check := func(when string) {
+		t.Helper()
+		st, err := procstat.Read(pid)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if st.PPID != os.Getpid() || st.Start < self.Start || st.Exited() || st.State < 'A' || st.State > 'z' || st.CPU < 0 || st.RSS < 0 {
+			t.Errorf("%s: stat = %+v (ours %+v)", when, st, self)
+		}
+	}
+	check("right after Start")
+	waitFor(t, "the child's exec", func() bool {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		return err == nil && string(comm) == filepath.Base(odd)+"\n"
+	})
+	check("after its exec")
+}
+
+// coldCopy copies an executable and drops the copy from the page cache.
+func coldCopy(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, _ := procstat.Read(os.Getpid())
-	if st.PPID != os.Getpid() || st.Start < self.Start || !strings.ContainsRune("RS", rune(st.State)) {
-		t.Errorf("stat = %+v (ours %+v)", st, self)
+	f, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Advice only: where it is not taken, the exec is merely quicker.
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
 
 // ReapOrphans never takes the status of a child os/exec started: that

@@ -43,7 +43,7 @@ func KillMarked(marker string, leader int) *Sweep {
 			return false
 		}
 		st, err := procstat.Read(pid)
-		if err != nil || st.State == 'Z' {
+		if err != nil || st.Exited() {
 			return false
 		}
 		fd, ok := pin(pid, st)

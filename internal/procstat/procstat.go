@@ -17,7 +17,10 @@ const clockTicks = 100
 
 // Stat is what /proc/PID/stat says that the project uses.
 type Stat struct {
-	State byte // R, S, D, T, Z, …
+	// State is R (running), S or D (sleeping; D uninterruptibly, as in
+	// the middle of an exec or a disk read), T or t (stopped), I (idle),
+	// W, P, K (older kernels' extra states), or Z and X once it has exited.
+	State byte
 	PPID  int
 	// Start is when the process started, in clock ticks since boot: with
 	// the pid it names one process, so a reused pid is told apart.
@@ -27,6 +30,11 @@ type Stat struct {
 	// RSS is its resident memory in bytes.
 	RSS int64
 }
+
+// Exited says whether the process has ended: a zombie (Z) waiting to be
+// reaped, or dead (X, x). Every other state, D and T included, is a
+// process that is still there.
+func (s Stat) Exited() bool { return s.State == 'Z' || s.State == 'X' || s.State == 'x' }
 
 // Read reads pid's stat line.
 func Read(pid int) (Stat, error) {

@@ -24,6 +24,21 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// Only a zombie or a dead process has exited: a process asleep in D (mid
+// exec, say) or stopped is still there.
+func TestExited(t *testing.T) {
+	for _, state := range "RSDTtIWPK" {
+		if (Stat{State: byte(state)}).Exited() {
+			t.Errorf("state %c counted as exited", state)
+		}
+	}
+	for _, state := range "ZXx" {
+		if !(Stat{State: byte(state)}).Exited() {
+			t.Errorf("state %c counted as alive", state)
+		}
+	}
+}
+
 // A child of this process is listed under it, with this process as its
 // parent and a start no earlier than this one's.
 func TestReadAndChildren(t *testing.T) {

@@ -26,6 +26,10 @@ import (
 	"github.com/tetherhq/tether/runner/workspace"
 )
 
+// interruptWait bounds the wait for a turn's end after the interrupt a
+// shutdown sends when the turn's grace is over.
+const interruptWait = 2 * time.Second
+
 var (
 	// ErrUnknownAgent: no driver has that name.
 	ErrUnknownAgent = errors.New("sessions: no such agent")
@@ -33,7 +37,8 @@ var (
 	ErrNotFound = errors.New("sessions: no such session")
 	// ErrEnded: the session has ended.
 	ErrEnded = errors.New("sessions: the session has ended")
-	// ErrShuttingDown: the manager is stopping.
+	// ErrShuttingDown: the manager is stopping and takes no new session
+	// or turn.
 	ErrShuttingDown = errors.New("sessions: shutting down")
 	// ErrAgentStart: the agent did not start (its error is wrapped too).
 	ErrAgentStart = errors.New("sessions: the agent did not start")
@@ -291,13 +296,26 @@ func (m *Manager) List() []Info {
 	return out
 }
 
-// Prompt starts a turn.
+// Prompt starts a turn; once a shutdown has begun, it is
+// ErrShuttingDown.
 func (m *Manager) Prompt(ctx context.Context, id, text string) error {
 	s, err := m.get(id)
 	if err != nil {
 		return err
 	}
-	return s.agent.Prompt(ctx, agent.Prompt{Text: text})
+	// Noted under mu: a Drain that begins after sees the turn coming.
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		return ErrShuttingDown
+	}
+	s.awaitTurn()
+	m.mu.Unlock()
+	if err := s.agent.Prompt(ctx, agent.Prompt{Text: text}); err != nil {
+		s.turnRefused()
+		return err
+	}
+	return nil
 }
 
 // Interrupt stops the session's turn.
@@ -318,7 +336,29 @@ func (m *Manager) Close(ctx context.Context, id string) error {
 	return s.close(ctx)
 }
 
-// Shutdown closes every session and waits for them.
+// Drain begins a graceful stop: from now on no session is created and no
+// turn started (ErrShuttingDown), while the turns in progress run on —
+// their approvals answered, their events logged and read — until each has
+// ended or ctx ends. Turns still running then are interrupted, and Drain
+// waits up to interruptWait for them to end. Shutdown ends the sessions
+// after it.
+func (m *Manager) Drain(ctx context.Context) {
+	m.mu.Lock()
+	m.closing = true
+	all := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(func() { s.finishTurn(ctx) })
+	}
+	wg.Wait()
+}
+
+// Shutdown closes every session at once and waits for them (Drain first
+// lets their turns finish).
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.closing = true

@@ -390,31 +390,43 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 			}
 			all = append(all, e)
 		}
-		// What the restart added: the last three events (the agent may
-		// have logged more after the approval before the crash).
-		if len(all) < len(before)+3 {
-			t.Fatalf("restart %d: %d events, %d seen before the crash", restart, len(all), len(before))
+		// What the restart added: from its denial of the approval on (the
+		// agent may have logged more after the approval before the crash).
+		first := slices.IndexFunc(all, func(e agent.Event) bool {
+			return e.Kind == agent.KindApprovalResolved && e.Resolution.Reason == "the runner restarted"
+		})
+		if first < len(before)-1 {
+			t.Fatalf("restart %d: no denial after the %d events seen before the crash: %+v", restart, len(before), all)
 		}
-		after := all[len(all)-3:]
+		after := all[first:]
 		kinds := []agent.Kind{}
 		for _, e := range after {
 			kinds = append(kinds, e.Kind)
 		}
-		want := []agent.Kind{agent.KindApprovalResolved, agent.KindTurnCompleted, agent.KindSessionEnded}
+		// The Write waiting for the approval is the one open item: it did
+		// not run.
+		want := []agent.Kind{agent.KindApprovalResolved, agent.KindItemCompleted, agent.KindTurnCompleted, agent.KindSessionEnded}
+		approved := before[len(before)-1].Approval
 		if !slices.Equal(kinds, want) || after[0].Resolution.Decision != agent.Deny ||
-			after[0].Resolution.ApprovalID != before[len(before)-1].Approval.ID || after[1].Turn.Status != agent.TurnFailed ||
-			after[2].Error == nil || !strings.Contains(after[2].Error.Message, "the runner restarted") {
+			after[0].Resolution.ApprovalID != approved.ID ||
+			after[1].Item.ID != approved.ItemID || after[1].Item.Status != agent.ItemDeclined || after[1].TurnID != approved.TurnID ||
+			after[2].Turn.Status != agent.TurnFailed ||
+			after[3].Error == nil || !strings.Contains(after[3].Error.Message, "the runner restarted") {
 			t.Fatalf("restart %d: events after the crash %v: %+v", restart, kinds, after)
 		}
-		if got.LastSeq != uint64(after[2].Seq) {
-			t.Fatalf("last seq %d, events end at %d", got.LastSeq, after[2].Seq)
+		if open := openItems(all); len(open) != 0 {
+			t.Fatalf("restart %d: items never completed: %v", restart, open)
+		}
+		end := after[len(after)-1]
+		if got.LastSeq != uint64(end.Seq) {
+			t.Fatalf("last seq %d, events end at %d", got.LastSeq, end.Seq)
 		}
 		// The events a restart writes are observed like any other (the
 		// metrics count the session's end); the second restart writes none.
 		observed.mu.Lock()
 		seen := observed.events
 		observed.mu.Unlock()
-		if restart == 0 && (len(seen) != 3 || seen[2].Kind != agent.KindSessionEnded || seen[2].Seq != after[2].Seq) ||
+		if restart == 0 && (len(seen) != len(after) || seen[len(seen)-1].Kind != agent.KindSessionEnded || seen[len(seen)-1].Seq != end.Seq) ||
 			restart == 1 && len(seen) != 0 {
 			t.Fatalf("restart %d: observed %+v", restart, seen)
 		}
@@ -429,6 +441,22 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 		}
 		shutdown(t, m2, log2, store2)
 	}
+}
+
+// openItems are the ids of the items events start and never complete.
+func openItems(events []agent.Event) []string {
+	var open []string
+	for _, e := range events {
+		switch e.Kind {
+		case agent.KindItemStarted:
+			if !slices.Contains(open, e.Item.ID) {
+				open = append(open, e.Item.ID)
+			}
+		case agent.KindItemCompleted:
+			open = slices.DeleteFunc(open, func(id string) bool { return id == e.Item.ID })
+		}
+	}
+	return open
 }
 
 // openCore opens a sessions core on dir's files, with an index.

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -15,9 +16,10 @@ const restartReason = "the runner restarted"
 
 // recover loads the index of an earlier run. Sessions that had ended are
 // served from their logs; a session that run left going is ended in its
-// log first — its pending approvals denied, an open turn failed, then
-// session.ended — because its agent went with that run, and a client
-// following it must see it end rather than wait forever.
+// log first — its pending approvals denied, its open items completed, an
+// open turn failed, then session.ended — because its agent went with that
+// run, and a client following it must see it end rather than wait
+// forever.
 func (m *Manager) recover() error {
 	infos, err := m.index.load()
 	if err != nil {
@@ -50,10 +52,15 @@ func (m *Manager) recover() error {
 }
 
 // endOrphan logs the end of a session an earlier run left going and
-// records it as ended.
+// records it as ended: what a shutdown would have logged, had there been
+// one.
 func (m *Manager) endOrphan(info *Info, pending []approvals.Record) error {
 	ctx := context.Background()
 	now := m.cfg.Now()
+	open, err := m.openWork(ctx, info.ID)
+	if err != nil {
+		return err
+	}
 	var events []agent.Event
 	for _, rec := range pending {
 		res := agent.Resolution{ApprovalID: rec.Approval.ID, Decision: agent.Deny, Reason: restartReason,
@@ -66,11 +73,18 @@ func (m *Manager) endOrphan(info *Info, pending []approvals.Record) error {
 		case err != nil:
 			return fmt.Errorf("sessions: approval %s of %s: %w", rec.Approval.ID, info.ID, err)
 		}
+		open.approvalItem[rec.Approval.ID] = rec.Approval.ItemID
+		open.resolved(won)
 		events = append(events, agent.Event{Kind: agent.KindApprovalResolved, TurnID: rec.Approval.TurnID, Resolution: &won})
 	}
+	events = append(events, open.completions()...)
 	lost := &agent.Error{Code: agent.ErrorAgentExit, Message: restartReason + " while the session ran; its agent ended with it"}
-	if info.State == StateRunning && info.TurnID != "" {
-		events = append(events, agent.Event{Kind: agent.KindTurnCompleted, TurnID: info.TurnID,
+	turn := open.turnID
+	if turn == "" && info.State == StateRunning {
+		turn = info.TurnID // its start did not reach the log before the crash
+	}
+	if turn != "" {
+		events = append(events, agent.Event{Kind: agent.KindTurnCompleted, TurnID: turn,
 			Turn: &agent.TurnInfo{Status: agent.TurnFailed}, Error: lost})
 	}
 	events = append(events, agent.Event{Kind: agent.KindSessionEnded,
@@ -86,6 +100,125 @@ func (m *Manager) endOrphan(info *Info, pending []approvals.Record) error {
 	}
 	info.State, info.TurnID = StateEnded, ""
 	return m.index.save(*info)
+}
+
+// openWork is what a session's log leaves open: the items started and not
+// completed, as far as their deltas took them, and the turn started and
+// not completed.
+type openWork struct {
+	items  map[string]*openItem
+	order  []string // item ids, in the order they started
+	turnID string
+	// approvalItem maps an approval to the item it decides; declined
+	// are the items an approval denied, which did not run.
+	approvalItem map[string]string
+	declined     map[string]bool
+}
+
+type openItem struct {
+	turnID string
+	item   agent.Item
+}
+
+// openWork reads session id's log for what it leaves open.
+func (m *Manager) openWork(ctx context.Context, id string) (*openWork, error) {
+	w := &openWork{items: map[string]*openItem{}, approvalItem: map[string]string{}, declined: map[string]bool{}}
+	for ev, err := range m.cfg.Log.Read(ctx, id, 0) {
+		if err != nil {
+			return nil, fmt.Errorf("sessions: read %s: %w", id, err)
+		}
+		var e agent.Event
+		if err := json.Unmarshal(ev.Payload, &e); err != nil {
+			// One damaged event must not keep the session from ending.
+			m.log.Warn("sessions: event of an earlier run not readable", "session", id, "seq", ev.Seq, "err", err)
+			continue
+		}
+		w.add(&e)
+	}
+	return w, nil
+}
+
+// add follows one logged event.
+func (w *openWork) add(e *agent.Event) {
+	switch e.Kind {
+	case agent.KindTurnStarted:
+		w.turnID = e.TurnID
+	case agent.KindTurnCompleted:
+		w.turnID = ""
+	case agent.KindItemStarted:
+		if e.Item == nil {
+			return
+		}
+		if _, ok := w.items[e.Item.ID]; !ok {
+			w.order = append(w.order, e.Item.ID)
+		}
+		// Started again (with its whole input, say): the later word holds.
+		w.items[e.Item.ID] = &openItem{turnID: e.TurnID, item: *e.Item}
+	case agent.KindItemDelta:
+		if e.Delta != nil {
+			if it, ok := w.items[e.Delta.ItemID]; ok {
+				extend(&it.item, e.Delta)
+			}
+		}
+	case agent.KindItemCompleted:
+		if e.Item != nil {
+			delete(w.items, e.Item.ID)
+		}
+	case agent.KindApprovalRequested:
+		if e.Approval != nil && e.Approval.ItemID != "" {
+			w.approvalItem[e.Approval.ID] = e.Approval.ItemID
+		}
+	case agent.KindApprovalResolved:
+		if e.Resolution != nil {
+			w.resolved(*e.Resolution)
+		}
+	}
+}
+
+// resolved notes a decision: an item whose approval was denied did not
+// run.
+func (w *openWork) resolved(r agent.Resolution) {
+	if item := w.approvalItem[r.ApprovalID]; item != "" && r.Decision != agent.Allow {
+		w.declined[item] = true
+	}
+}
+
+// extend adds a delta to an item, so a completed item keeps what the
+// item streamed. A tool's streamed input is partial JSON: the input the
+// item started with stands.
+func extend(it *agent.Item, d *agent.Delta) {
+	switch {
+	case d.Field == agent.FieldText:
+		it.Text += d.Text
+	case d.Field == agent.FieldOutput && it.Command != nil:
+		c := *it.Command
+		c.Output += d.Text
+		it.Command = &c
+	case d.Field == agent.FieldOutput && it.Tool != nil:
+		t := *it.Tool
+		t.Output += d.Text
+		it.Tool = &t
+	}
+}
+
+// completions are the item.completed events of the open items, in the
+// order they started: declined where an approval denied them, else
+// failed, as when a shutdown stops their agent.
+func (w *openWork) completions() []agent.Event {
+	var events []agent.Event
+	for _, id := range w.order {
+		open, ok := w.items[id]
+		if !ok {
+			continue
+		}
+		it := open.item
+		it.Status = agent.ItemFailed
+		if w.declined[id] {
+			it.Status = agent.ItemDeclined
+		}
+		events = append(events, agent.Event{Kind: agent.KindItemCompleted, TurnID: open.turnID, Item: &it})
+	}
+	return events
 }
 
 // pastSession is a session of an earlier run: ended, its events in the

@@ -25,15 +25,21 @@ type session struct {
 	info Info
 	// subs are readers following live: each logged event is handed to
 	// them from memory, so a live reader never waits on the log's disk.
-	subs    map[*subscriber]bool
-	ended   bool
+	subs  map[*subscriber]bool
+	ended bool
+	// awaited counts prompts accepted whose turn has not started yet: a
+	// shutdown's grace waits for their turns too.
+	awaited int
+	idle    chan struct{} // closed while no turn runs or is awaited
 	done    chan struct{} // closed when the pump has logged the last event
 	closing sync.Once
 }
 
 func newSession(m *Manager, info Info, a agent.Session, ws *workspace.Workspace) *session {
-	return &session{m: m, agent: a, ws: ws, info: info, done: make(chan struct{}),
+	s := &session{m: m, agent: a, ws: ws, info: info, done: make(chan struct{}), idle: make(chan struct{}),
 		subs: map[*subscriber]bool{}}
+	s.updateIdleLocked()
+	return s
 }
 
 func (s *session) snapshot() Info {
@@ -55,7 +61,8 @@ func (s *session) pump() {
 	}
 	s.mu.Lock()
 	s.info.State, s.info.TurnID = StateEnded, ""
-	s.ended = true
+	s.ended, s.awaited = true, 0
+	s.updateIdleLocked()
 	for sub := range s.subs { // everything was handed over: the end
 		close(sub.ch)
 		delete(s.subs, sub)
@@ -196,8 +203,70 @@ func (s *session) setState(st State, turn string) {
 	if s.info.State != StateEnded {
 		s.info.State, s.info.TurnID = st, turn
 	}
+	if st == StateRunning {
+		s.awaited = 0 // the turn a prompt was accepted for has started
+	}
+	s.updateIdleLocked()
 	s.mu.Unlock()
 	s.save()
+}
+
+// awaitTurn notes a prompt about to be handed to the agent; turnRefused
+// takes it back when the agent refuses it.
+func (s *session) awaitTurn() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.awaited++
+	s.updateIdleLocked()
+}
+
+func (s *session) turnRefused() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.awaited = max(s.awaited-1, 0) // its turn may have started and ended meanwhile
+	s.updateIdleLocked()
+}
+
+// updateIdleLocked opens or closes idle as the session is busy or not.
+func (s *session) updateIdleLocked() {
+	busy := !s.ended && (s.info.State == StateRunning || s.awaited > 0)
+	select {
+	case <-s.idle:
+		if busy {
+			s.idle = make(chan struct{})
+		}
+	default:
+		if !busy {
+			close(s.idle)
+		}
+	}
+}
+
+// idleNow is closed while no turn runs or is awaited.
+func (s *session) idleNow() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.idle
+}
+
+// finishTurn waits for the session's turn to end, or for ctx; then it
+// interrupts a turn still running and waits a little for its end.
+func (s *session) finishTurn(ctx context.Context) {
+	select {
+	case <-s.idleNow():
+		return
+	case <-ctx.Done():
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptWait)
+	defer cancel()
+	if err := s.agent.Interrupt(ictx); err != nil {
+		s.m.log.Warn("turn not interrupted at shutdown", "session", s.info.ID, "agent", s.info.Agent, "err", err)
+		return // its close ends it
+	}
+	select {
+	case <-s.idleNow():
+	case <-ictx.Done():
+	}
 }
 
 // save records the session's Info in the index.
