@@ -232,6 +232,7 @@
   function route() {
     if (!token()) return;
     const id = currentID();
+    const opening = $("create-view").hidden && location.hash === "#new";
     $("create-view").hidden = location.hash !== "#new";
     $("empty-view").hidden = location.hash === "#new" || !!id;
     if (current && current.id !== id) {
@@ -246,7 +247,9 @@
     for (const a of document.querySelectorAll("#session-list a")) {
       a.setAttribute("aria-current", a.closest("li").dataset.session === id ? "true" : "false");
     }
-    if (location.hash === "#new") $("create-workspace").focus();
+    // Focus the form as it opens, not on every route: a late hashchange
+    // must not pull the caret out of a field someone is typing in.
+    if (opening && !$("create-view").contains(document.activeElement)) $("create-workspace").focus();
   }
 
   async function createSession(event) {
