@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 )
 

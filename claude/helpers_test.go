@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/transport"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
-	"github.com/tetherhq/tether/internal/testkit/runnertest"
+	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/testing/runnertest"
 )
 
 func TestMain(m *testing.M) {

@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
+	"github.com/tetherhq/tether/internal/testing/fakeorchestrator"
 	"github.com/tetherhq/tether/server"
 )
 

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherhq/tether/internal/cli/console"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/cli/runview"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // What `tether run --approve=deny` denies, with the real CLI: only the calls
@@ -29,9 +29,9 @@ func TestRealCLIApproveDenyAndAskEveryTool(t *testing.T) {
 				timed(t)
 				opts, _ := tg.opts(t)
 				var out, errOut testenv.SyncBuffer
-				cfg := console.Config{Options: opts, Prompt: bashPrompt("echo deny-probe"), Out: &out, Err: &errOut,
-					Approve: console.ApproveDeny, AskEveryTool: every}
-				if code := console.Run(testCtx(t), cfg); code != console.ExitOK {
+				cfg := runview.Config{Options: opts, Prompt: bashPrompt("echo deny-probe"), Out: &out, Err: &errOut,
+					Approve: runview.ApproveDeny, AskEveryTool: every}
+				if code := runview.Run(testCtx(t), cfg); code != runview.ExitOK {
 					t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
 				}
 				ran := strings.Contains(out.String(), "tool said: deny-probe")

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/cli/console"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/cli/runview"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 	"github.com/tetherhq/tether/runner/sandbox"
 )
@@ -169,11 +169,11 @@ func TestRealCLIRunnerApproverSeesModelInput(t *testing.T) {
 		opts, _ := relayOpts(tr)
 		opts.AllowedTools, opts.PermissionMode = nil, claude.PermissionDefault
 		var out, errOut testenv.SyncBuffer
-		cfg := console.Config{Options: opts, Prompt: bashPrompt(probeCommand), Out: &out, Err: &errOut,
-			In: strings.NewReader("n\n"), InTerminal: true, Approve: console.ApproveAsk}
-		code := console.Run(testCtx(t), cfg)
+		cfg := runview.Config{Options: opts, Prompt: bashPrompt(probeCommand), Out: &out, Err: &errOut,
+			In: strings.NewReader("n\n"), InTerminal: true, Approve: runview.ApproveAsk}
+		code := runview.Run(testCtx(t), cfg)
 		question := errOut.String()
-		if code != console.ExitOK || !strings.Contains(question, probeCommand) || strings.Contains(question, "bwrap") {
+		if code != runview.ExitOK || !strings.Contains(question, probeCommand) || strings.Contains(question, "bwrap") {
 			t.Fatalf("exit %d; the approval question:\n%s\noutput:\n%s", code, question, out.String())
 		}
 		if strings.Contains(out.String(), "probe-42") {

@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
+	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
 )
 
 // The web console in headless Chromium against a real runner with the

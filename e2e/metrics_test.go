@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	"github.com/tetherhq/tether/runner/sessions"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	"github.com/tetherhq/tether/transport"
 )
 

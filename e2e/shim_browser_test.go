@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tetherhq/tether/frontend/shim"
-	"github.com/tetherhq/tether/internal/testkit/shimclient"
+	"github.com/tetherhq/tether/internal/testing/shimclient"
 )
 
 // attackPage is a page of another origin: what its script can send the

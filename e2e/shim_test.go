@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/frontend/shim"
-	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
-	"github.com/tetherhq/tether/internal/fakes/fakehttp"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
-	"github.com/tetherhq/tether/internal/testkit/shimclient"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
+	"github.com/tetherhq/tether/internal/testing/fakehttp"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/shimclient"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	"github.com/tetherhq/tether/runner/sandbox"
 )
 

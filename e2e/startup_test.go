@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/cli/console"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/cli/runview"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // A CLI that exits during initialize says why: the exit status and its
@@ -81,9 +81,9 @@ func TestRealCLIAPIErrorIsTyped(t *testing.T) {
 	}
 	var out, errOut testenv.SyncBuffer
 	opts, _ = tg.opts(t)
-	cfg := console.Config{Options: opts, Prompt: "ERROR_400", Out: &out, Err: &errOut, Approve: console.ApproveDeny}
-	if code := console.Run(testCtx(t), cfg); code != console.ExitFailed {
-		t.Errorf("exit %d, want %d", code, console.ExitFailed)
+	cfg := runview.Config{Options: opts, Prompt: "ERROR_400", Out: &out, Err: &errOut, Approve: runview.ApproveDeny}
+	if code := runview.Run(testCtx(t), cfg); code != runview.ExitFailed {
+		t.Errorf("exit %d, want %d", code, runview.ExitFailed)
 	}
 	if got := out.String(); !strings.Contains(got, "✗ API error 400: ") || strings.Contains(got, "success") {
 		t.Errorf("tether run printed:\n%s", got)

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/internal/contain"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // escapees is an agent that leaves processes behind in every way a Bash

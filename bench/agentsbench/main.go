@@ -29,9 +29,9 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/server"
 )

@@ -37,7 +37,7 @@ import (
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/frontend/mast"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
-	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
+	"github.com/tetherhq/tether/internal/testing/fakeorchestrator"
 	"github.com/tetherhq/tether/internal/gcfloor"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"

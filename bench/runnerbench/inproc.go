@@ -10,7 +10,7 @@ import (
 
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
-	"github.com/tetherhq/tether/internal/testkit/runnertest"
+	"github.com/tetherhq/tether/internal/testing/runnertest"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
 )

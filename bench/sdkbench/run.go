@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // record is one measurement: a JSON line from consume.mjs, floor.mjs or the

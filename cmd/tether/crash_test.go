@@ -14,7 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/transport/remote"
 )

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/fakeorchestrator"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // `tether daemon` as a person runs it: no key yet, so it prints a pairing

@@ -15,14 +15,14 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/tetherhq/tether/internal/cli/console"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/cli/runview"
+	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/transport"
 )
 
 func main() {
 	// `tether run --mock` starts this same executable as its agent CLI,
-	// marked by mockclaude.EnvMain in the environment (see console.UseMock).
+	// marked by mockclaude.EnvMain in the environment (see runview.UseMock).
 	if os.Getenv(mockclaude.EnvMain) == "1" {
 		os.Exit(mockclaude.Main())
 	}
@@ -40,7 +40,7 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) 
 
 // codeErr turns an exit status into what a RunE returns.
 func codeErr(code int) error {
-	if code == console.ExitOK {
+	if code == runview.ExitOK {
 		return nil
 	}
 	return exitCode(code)
@@ -53,12 +53,12 @@ func execute(ctx context.Context, args []string) int {
 	var code exitCode
 	switch {
 	case err == nil:
-		return console.ExitOK
+		return runview.ExitOK
 	case errors.As(err, &code):
 		return int(code)
 	}
 	fmt.Fprintf(os.Stderr, "tether: %v\n\n%s", err, cmd.UsageString())
-	return console.ExitUsage
+	return runview.ExitUsage
 }
 
 func newRootCmd() *cobra.Command {
@@ -82,7 +82,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print tether's version and the claude CLI's",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			console.Version(cmd.Context(), cmd.OutOrStdout(), cli)
+			runview.Version(cmd.Context(), cmd.OutOrStdout(), cli)
 		},
 	}
 	cmd.Flags().StringVar(&cli, "cli", "", "the claude executable (default: found on PATH)")

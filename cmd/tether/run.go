@@ -18,7 +18,7 @@ import (
 	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/driver/opencode"
-	"github.com/tetherhq/tether/internal/cli/console"
+	"github.com/tetherhq/tether/internal/cli/runview"
 )
 
 // runFlags are `tether run`'s flags.
@@ -162,7 +162,7 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.StringVar(&f.cli, "cli", "", "`PATH` of the agent's executable (default: looked up)")
 	fl.BoolVar(&f.json, "json", false, "print each canonical event as a JSON line (the agent's own payload in \"raw\"), nothing else, on stdout")
 	fl.BoolVar(&f.raw, "raw", false, "print only the agent's own lines (Claude Code's stream-json lines), nothing else, on stdout")
-	fl.StringVar(&f.approve, "approve", string(console.ApproveAsk), "who approves the tool calls the CLI asks about: `ask`, allow or deny")
+	fl.StringVar(&f.approve, "approve", string(runview.ApproveAsk), "who approves the tool calls the CLI asks about: `ask`, allow or deny")
 	fl.BoolVar(&f.askEveryTool, "ask-every-tool", false, "send every tool call to the approver, the ones the CLI deems safe included")
 	fl.BoolVar(&f.mock, "mock", false, "use the built-in mock of the claude CLI (no CLI or API key needed)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log the CLI's stderr and skipped output lines to stderr")
@@ -228,12 +228,12 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	if cfg.Prompt, err = readPrompt(args); err != nil {
 		return err
 	}
-	cfg, closeTTY := console.WithStdio(cfg)
+	cfg, closeTTY := runview.WithStdio(cfg)
 	defer closeTTY()
 	sigs, stop := interrupts()
 	defer stop()
 	cfg.Interrupts = sigs
-	return codeErr(console.Run(cmd.Context(), cfg))
+	return codeErr(runview.Run(cmd.Context(), cfg))
 }
 
 // oneThread runs Go code on one thread unless GOMAXPROCS says otherwise.
@@ -251,10 +251,10 @@ func oneThread() {
 // readPrompt is PROMPT, or stdin for "-". An empty one is the command
 // line's fault; a prompt that could not be read is not.
 func readPrompt(args []string) (string, error) {
-	prompt, err := console.ReadPrompt(args, os.Stdin)
-	if err != nil && !errors.Is(err, console.ErrEmptyPrompt) {
+	prompt, err := runview.ReadPrompt(args, os.Stdin)
+	if err != nil && !errors.Is(err, runview.ErrEmptyPrompt) {
 		fmt.Fprintln(os.Stderr, "tether:", err)
-		return "", exitCode(console.ExitFailed)
+		return "", exitCode(runview.ExitFailed)
 	}
 	return prompt, err
 }
@@ -269,33 +269,33 @@ func interrupts() (sigs <-chan os.Signal, stop func()) {
 	return ch, func() { signal.Stop(ch) }
 }
 
-// config turns the flags into a console.Config. Its errors are usage
+// config turns the flags into a runview.Config. Its errors are usage
 // errors, unless they are an exitCode.
-func (f *runFlags) config(cmd *cobra.Command) (console.Config, error) {
-	approve, err := console.ParseApprove(f.approve)
+func (f *runFlags) config(cmd *cobra.Command) (runview.Config, error) {
+	approve, err := runview.ParseApprove(f.approve)
 	if err != nil {
-		return console.Config{}, err
+		return runview.Config{}, err
 	}
-	cfg := console.Config{Approve: approve, Raw: f.raw, JSON: f.json,
+	cfg := runview.Config{Approve: approve, Raw: f.raw, JSON: f.json,
 		Start: agent.StartRequest{Workspace: f.cwd, Resume: f.resume, Model: f.model}}
 	if newDriver, ok := agentDrivers()[f.agent]; ok {
 		cfg.Driver, err = newDriver(f)
 		if err != nil { // not the command line's fault
 			fmt.Fprintf(os.Stderr, "tether: --agent %s: %v\n", f.agent, err)
-			return console.Config{}, exitCode(console.ExitFailed)
+			return runview.Config{}, exitCode(runview.ExitFailed)
 		}
 		return cfg, nil
 	}
 	opts, err := f.options(cmd)
 	if err != nil {
-		return console.Config{}, err
+		return runview.Config{}, err
 	}
 	if f.json { // Claude Code through its canonical driver
 		if f.askEveryTool {
-			opts = console.AskEveryTool(opts)
+			opts = runview.AskEveryTool(opts)
 		}
 		if f.verbose {
-			opts = console.Verbose(opts, os.Stderr)
+			opts = runview.Verbose(opts, os.Stderr)
 		}
 		cfg.Driver = &claudecli.Canonical{Base: opts}
 		return cfg, nil
@@ -329,9 +329,9 @@ func (f *runFlags) options(cmd *cobra.Command) (claude.Options, error) {
 		exe, err := os.Executable()
 		if err != nil { // not the command line's fault
 			fmt.Fprintln(os.Stderr, "tether: --mock: cannot find tether's own executable:", err)
-			return claude.Options{}, exitCode(console.ExitFailed)
+			return claude.Options{}, exitCode(runview.ExitFailed)
 		}
-		opts = console.UseMock(opts, exe)
+		opts = runview.UseMock(opts, exe)
 	}
 	return opts, nil
 }

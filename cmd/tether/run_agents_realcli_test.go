@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // tether run --agent codex and --agent opencode on this machine, each with

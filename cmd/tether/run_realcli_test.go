@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // realClaude starts the fake Anthropic API and returns the real CLI and

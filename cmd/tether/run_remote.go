@@ -9,7 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
-	"github.com/tetherhq/tether/internal/cli/console"
+	"github.com/tetherhq/tether/internal/cli/runview"
 	"github.com/tetherhq/tether/internal/cli/sessionscmd"
 )
 
@@ -17,7 +17,7 @@ import (
 // sessions API: a session in --workspace, the turn followed live, its
 // approvals asked on a terminal or answered by --approve.
 func (f *runFlags) runRemote(cmd *cobra.Command, args []string) error {
-	approve, err := console.ParseApprove(f.approve)
+	approve, err := runview.ParseApprove(f.approve)
 	if err != nil {
 		return err
 	}
@@ -32,9 +32,9 @@ func (f *runFlags) runRemote(cmd *cobra.Command, args []string) error {
 	o := sessionscmd.RunOptions{Prompt: prompt,
 		Create: client.CreateRequest{Agent: f.agent, WorkspaceID: f.workspace, Model: f.model, Resume: f.resume}}
 	switch {
-	case approve == console.ApproveAllow:
+	case approve == runview.ApproveAllow:
 		o.Attach.Decide = agent.Allow
-	case approve == console.ApproveAsk && term.IsTerminal(int(os.Stdin.Fd())):
+	case approve == runview.ApproveAsk && term.IsTerminal(int(os.Stdin.Fd())):
 		o.Attach.In = cmd.InOrStdin()
 	default: // deny, or nobody to ask
 		o.Attach.Decide = agent.Deny

@@ -21,7 +21,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/mockclaude"
 )
 
 // serveProc is a running `tether serve`.

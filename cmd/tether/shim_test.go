@@ -17,7 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/frontend/shim"
-	"github.com/tetherhq/tether/internal/testkit/shimclient"
+	"github.com/tetherhq/tether/internal/testing/shimclient"
 )
 
 // Command lines and environments the shim refuses, each with the reason

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 )
 
 func isFileChange(e agent.Event) bool {

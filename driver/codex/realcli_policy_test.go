@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 )
 
 // Under the "untrusted" policy the driver sets, Codex 0.169.0 asks even

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/codex"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	"github.com/tetherhq/tether/runner/sandbox"
 )
 

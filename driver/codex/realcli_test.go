@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 )
 
 // A text turn: the prompt echoed as a user message, the answer streamed as

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/codex"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 )
 
 // slowOpts make SLOW replies last about 6 s.

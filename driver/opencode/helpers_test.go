@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/fakes/fakeopenai"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/fakeopenai"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // realEnv is the real CLI against a fake OpenAI API, offline: a home with

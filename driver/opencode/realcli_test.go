@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	oc "github.com/tetherhq/tether/protocol/opencode"
 )
 

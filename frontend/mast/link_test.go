@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
+	"github.com/tetherhq/tether/internal/testing/fakeorchestrator"
 )
 
 // On connect the daemon says which agents it has and whether each is

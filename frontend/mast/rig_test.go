@@ -14,7 +14,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/mock"
-	"github.com/tetherhq/tether/internal/fakes/fakeorchestrator"
+	"github.com/tetherhq/tether/internal/testing/fakeorchestrator"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"

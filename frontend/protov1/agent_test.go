@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/mockclaude"
 )
 
 // untilRaw reads frames up to the first of type typ, keeping them raw.

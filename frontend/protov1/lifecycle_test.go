@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/mockclaude"
 )
 
 // The seed's lifecycle: connect → init → ready → query → messages → done → stop.

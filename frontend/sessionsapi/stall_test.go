@@ -16,8 +16,8 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
-	"github.com/tetherhq/tether/internal/testkit/runnertest"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/runnertest"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
 )

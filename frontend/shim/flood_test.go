@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/frontend/shim"
-	"github.com/tetherhq/tether/internal/testkit/shimclient"
+	"github.com/tetherhq/tether/internal/testing/shimclient"
 )
 
 // 10,000 events of one run reach each of two clients, all of them, in

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/frontend/shim"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // panicOnce is an HTTP transport whose first round trip panics (as a bug

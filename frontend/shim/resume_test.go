@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/frontend/shim"
-	"github.com/tetherhq/tether/internal/testkit/shimclient"
+	"github.com/tetherhq/tether/internal/testing/shimclient"
 )
 
 // At a decision the backend takes a checkpoint (the agent goes on), then

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/frontend/shim"
-	"github.com/tetherhq/tether/internal/testkit/shimclient"
+	"github.com/tetherhq/tether/internal/testing/shimclient"
 )
 
 // A basic run: the spawn reply names the agent, then every event of the

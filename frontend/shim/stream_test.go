@@ -13,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/frontend/shim"
-	"github.com/tetherhq/tether/internal/testkit/shimclient"
+	"github.com/tetherhq/tether/internal/testing/shimclient"
 )
 
 func ids(evs []shimclient.Envelope) []string {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/fakes/fakeanthropic"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
 	"github.com/tetherhq/tether/runner/sandbox"
 	"github.com/tetherhq/tether/transport"

@@ -16,7 +16,7 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/driver/claudecli"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"

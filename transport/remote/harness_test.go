@@ -18,8 +18,8 @@ import (
 
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
-	"github.com/tetherhq/tether/internal/testkit/runnertest"
+	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/testing/runnertest"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
 	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"

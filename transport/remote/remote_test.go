@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
+	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/transport/remote"
 )

@@ -12,9 +12,9 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
 	"github.com/tetherhq/tether/internal/cli/sessionscmd"
-	"github.com/tetherhq/tether/internal/fakes/mockclaude"
-	"github.com/tetherhq/tether/internal/testkit/runnertest"
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/mockclaude"
+	"github.com/tetherhq/tether/internal/testing/runnertest"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tetherhq/tether/internal/testkit/testenv"
+	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // pinned is the version the checked-in schema must come from.
