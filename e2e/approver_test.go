@@ -13,7 +13,7 @@ import (
 	"github.com/tetherhq/tether/internal/cli/runview"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // probeCommand is what the model asks for; the runner runs it wrapped in a

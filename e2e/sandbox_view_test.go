@@ -11,7 +11,7 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 	"github.com/tetherhq/tether/runner/auth"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/server"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/shimclient"
 	"github.com/tetherhq/tether/internal/testing/testenv"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // The real `tether shim` binary, launched as the Project Tab backend

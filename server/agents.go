@@ -14,7 +14,7 @@ import (
 	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/driver/opencode"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // agentKinds are the agent kinds whose CLI a runner can be given

@@ -25,7 +25,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testing/testenv"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
 

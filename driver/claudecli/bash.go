@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // bashRewriter takes the network away from the agent's Bash commands by

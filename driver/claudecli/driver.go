@@ -11,7 +11,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
 	"github.com/tetherhq/tether/runner"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
 

@@ -3,7 +3,7 @@ package claudecli
 import (
 	"bytes"
 
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // wrappedMarker is sandbox.WrappedMarker as bytes, for the per-line check.

@@ -11,7 +11,7 @@ import (
 	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/testenv"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // Under bubblewrap: a text turn and an approved shell command work with

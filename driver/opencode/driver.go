@@ -9,7 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // TestedVersion is the OpenCode release this driver is tested against

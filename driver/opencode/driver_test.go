@@ -12,7 +12,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // fakeCLI writes a shell script standing in for opencode: --version prints

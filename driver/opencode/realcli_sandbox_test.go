@@ -17,7 +17,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/internal/testing/testenv"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // sandboxedEnv is the real CLI under bubblewrap, laid out as a runner

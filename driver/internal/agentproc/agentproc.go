@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
 

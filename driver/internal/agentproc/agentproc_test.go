@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/driver/internal/agentproc"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
 

@@ -3,7 +3,7 @@ package sandbox_test
 import (
 	"testing"
 
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 func sandboxBash(p sandbox.Policy, cmd string) string { return sandbox.BashCommand(p, cmd) }

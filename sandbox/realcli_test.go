@@ -15,7 +15,7 @@ import (
 	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
 

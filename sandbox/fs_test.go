@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 func TestWorkspaceAndHomeWritable(t *testing.T) {

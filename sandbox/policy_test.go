@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 func TestWrapArgv(t *testing.T) {

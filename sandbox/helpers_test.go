@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherhq/tether/runner/sandbox"
+	"github.com/tetherhq/tether/sandbox"
 )
 
 // requireBwrap skips only when bwrap is not installed; a bwrap that is
