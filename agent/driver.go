@@ -17,6 +17,9 @@ type Capabilities struct {
 	Rewind    bool `json:"rewind"`    // undo files to an earlier message
 	Questions bool `json:"questions"` // ask the user to choose (question approvals)
 	Diff      bool `json:"diff"`      // report the session's file changes
+	// Native: a client may speak the agent's own protocol to it
+	// (StartRequest.Native, NativeSession).
+	Native bool `json:"native,omitempty"`
 	// Scopes are the approval scopes an allow may take.
 	Scopes []Scope `json:"scopes,omitempty"`
 }
@@ -44,11 +47,41 @@ type StartRequest struct {
 	Model  string
 	// Options are agent-specific settings, checked by the driver.
 	Options json.RawMessage
+	// Native starts a session whose client speaks the agent's own
+	// protocol (Capabilities.Native): every line the agent writes is an
+	// event's Raw (KindNative where the model has no place for it), and
+	// the client's lines reach the agent through NativeSession.Input,
+	// checked by the driver's policy.
+	Native bool
+	// Claim, when set, arbitrates an approval that the agent's own
+	// protocol can answer too (a native client's answer): the driver
+	// claims the client's answer before acting on it, and acts on what
+	// Claim returns, the answer that came first. Without it the driver's
+	// own record decides.
+	Claim func(Resolution) (Resolution, error)
 }
 
 // Prompt is a user turn's input.
 type Prompt struct {
 	Text string `json:"text"`
+	// RequestID is the client's id for the turn: turn.started carries it.
+	RequestID string `json:"request_id,omitempty"`
+	// Native is the prompt in the agent's own form (a Claude Code user
+	// message's content: a string or content blocks), for a client that
+	// speaks it; Text then says what it reads as.
+	Native json.RawMessage `json:"native,omitempty"`
+}
+
+// NativeSession is a session a native client drives (StartRequest.Native)
+// besides its prompts: its lines go to the agent, and control requests of
+// the agent's protocol are answered.
+type NativeSession interface {
+	// Input writes one line of the agent's protocol, as the driver's
+	// policy allows it (a line it refuses is an error).
+	Input(ctx context.Context, line []byte) error
+	// Control sends a control request of the agent's protocol and
+	// returns the agent's answer.
+	Control(ctx context.Context, subtype string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Session is one running conversation with one agent. Events is read by

@@ -40,12 +40,13 @@ func (e Event) AppendJSON(dst []byte) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// appendText writes e when it is a delta or an item with text only (a
-// message, reasoning, the prompt) and nothing else; ok is false for any
-// other event, which encoding/json then writes.
+// appendText writes e when it is a delta, an item with text only (a
+// message, reasoning, the prompt), or has no payload at all (a native
+// event); ok is false for any other event, which encoding/json then
+// writes.
 func (e *Event) appendText(dst []byte) ([]byte, bool) {
 	if e.Session != nil || e.Turn != nil || e.Approval != nil || e.Resolution != nil || e.Usage != nil || e.Error != nil ||
-		(e.Item == nil) == (e.Delta == nil) || (e.Item != nil && !e.Item.TextOnly()) {
+		(e.Item != nil && e.Delta != nil) || (e.Item != nil && !e.Item.TextOnly()) {
 		return dst, false
 	}
 	if y := e.Time.Year(); y < 0 || y > 9999 {
@@ -67,8 +68,7 @@ func (e *Event) appendText(dst []byte) ([]byte, bool) {
 	b = append(e.Time.AppendFormat(b, time.RFC3339Nano), '"')
 	if it := e.Item; it != nil {
 		b = it.appendText(append(b, `,"item":`...))
-	} else {
-		d := e.Delta
+	} else if d := e.Delta; d != nil {
 		b = appendString(append(b, `,"delta":{"item_id":`...), d.ItemID)
 		b = appendString(append(b, `,"field":`...), string(d.Field))
 		b = appendString(append(b, `,"text":`...), d.Text)

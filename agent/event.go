@@ -22,13 +22,18 @@ const (
 	KindApprovalResolved  Kind = "approval.resolved"
 	KindUsage             Kind = "usage"
 	KindError             Kind = "error"
+	// KindNative carries, in Raw, a piece of the agent's own output that
+	// the model has no place for (a Claude Code keep-alive, a stream's
+	// message_stop, a control line for a client that speaks the agent's
+	// protocol), so the log holds everything the agent said, in order.
+	KindNative Kind = "native"
 )
 
 // Kinds lists every event kind, in lifecycle order.
 func Kinds() []Kind {
 	return []Kind{
 		KindSessionStarted, KindTurnStarted, KindItemStarted, KindItemDelta, KindItemCompleted,
-		KindApprovalRequested, KindApprovalResolved, KindUsage, KindError, KindTurnCompleted, KindSessionEnded,
+		KindApprovalRequested, KindApprovalResolved, KindUsage, KindError, KindNative, KindTurnCompleted, KindSessionEnded,
 	}
 }
 
@@ -52,7 +57,8 @@ type Event struct {
 
 	// Raw is the agent's own payload this event was mapped from (a
 	// stream-json line, a JSON-RPC notification, an SSE event's data),
-	// unchanged. Events a driver makes up itself have none.
+	// unchanged. Where one payload makes several events, the first of
+	// them carries it. Events a driver makes up itself have none.
 	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
@@ -81,6 +87,9 @@ const (
 // TurnInfo describes a turn as it starts (Status empty) or completes.
 type TurnInfo struct {
 	Status TurnStatus `json:"status,omitempty"`
+	// RequestID is the id the client that sent the turn's prompt gave it
+	// (Prompt.RequestID), on turn.started.
+	RequestID string `json:"request_id,omitempty"`
 	// Text is the turn's final answer, where the agent gives one.
 	Text string `json:"text,omitempty"`
 	// DurationMS is the turn's wall time as the agent measured it.

@@ -32,6 +32,8 @@ func oneOfEach() []agent.Event {
 			e.Session = &agent.SessionInfo{Agent: "mock", NativeID: "n1", Model: "m", Cwd: "/w"}
 		}),
 		ev(agent.KindTurnStarted),
+		with(ev(agent.KindTurnStarted), func(e *agent.Event) { e.Turn = &agent.TurnInfo{RequestID: "q1"} }),
+		with(ev(agent.KindNative), func(e *agent.Event) { e.Raw = json.RawMessage(`{"type":"keep_alive"}`) }),
 		with(ev(agent.KindItemDelta), func(e *agent.Event) {
 			e.Delta = &agent.Delta{ItemID: "i-message", Field: agent.FieldText, Text: "he"}
 		}),
@@ -106,6 +108,8 @@ func TestEveryKindRoundTrips(t *testing.T) {
 func TestInvalidEvents(t *testing.T) {
 	cases := map[string]string{
 		"unknown kind":             `{"kind":"nope","time":"2026-11-25T05:00:00Z"}`,
+		"native without raw":       `{"kind":"native","time":"2026-11-25T05:00:00Z"}`,
+		"native with a payload":    `{"kind":"native","usage":{},"raw":{},"time":"2026-11-25T05:00:00Z"}`,
 		"item event without item":  `{"kind":"item.started","time":"2026-11-25T05:00:00Z"}`,
 		"foreign payload":          `{"kind":"usage","usage":{},"item":{"id":"x","type":"message","status":"completed"},"time":"2026-11-25T05:00:00Z"}`,
 		"completed in progress":    `{"kind":"item.completed","item":{"id":"x","type":"message","status":"in_progress"},"time":"2026-11-25T05:00:00Z"}`,
@@ -206,13 +210,17 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 func FuzzAppendJSONText(f *testing.F) {
 	f.Add(int64(3), "s1", "t1", "hello <b>&</b> \"q\" \\ \n\t\x01 \u2028 é", "m1", true, int64(1764046800123456789))
 	f.Add(int64(0), "", "", "\xff\xfe bad utf-8 \u2029", "", false, int64(0))
+	f.Add(int64(4), "s1", "t1", "delta <&>", "m1", true, int64(1764046800123456789))
 	f.Fuzz(func(t *testing.T, seq int64, session, turn, text, messageID string, delta bool, nanos int64) {
 		zone := time.FixedZone("z", int(seq%(24*60))*60)
 		e := agent.Event{Seq: seq, Kind: agent.KindItemCompleted, SessionID: session, TurnID: turn, Time: time.Unix(0, nanos).In(zone),
 			Item: &agent.Item{ID: text, Type: agent.ItemMessage, Status: agent.ItemDone, MessageID: messageID, ParentID: turn, Text: text}}
-		if delta {
+		switch {
+		case delta && seq%2 == 0:
 			e.Kind, e.Item = agent.KindItemDelta, nil
 			e.Delta = &agent.Delta{ItemID: messageID, Field: agent.FieldText, Text: text}
+		case delta: // no payload at all, as a native event has
+			e.Kind, e.Item = agent.KindNative, nil
 		}
 		want, err := json.Marshal(e)
 		if err != nil {

@@ -32,6 +32,8 @@ func rule(k Kind) (payloadRule, bool) {
 		return payloadRule{[]string{"usage"}, nil}, true
 	case KindError:
 		return payloadRule{[]string{"error"}, nil}, true
+	case KindNative:
+		return payloadRule{}, true
 	}
 	return payloadRule{}, false
 }
@@ -59,6 +61,9 @@ func (e *Event) Validate() error {
 	}
 	if len(e.Raw) > 0 && !json.Valid(e.Raw) {
 		return bad("raw is not JSON") // AppendJSON writes it as it is
+	}
+	if e.Kind == KindNative && len(e.Raw) == 0 {
+		return bad("has no raw")
 	}
 	return nil
 }
