@@ -47,17 +47,27 @@ type StartRequest struct {
 	Model  string
 	// Options are agent-specific settings, checked by the driver.
 	Options json.RawMessage
+	// NativeID, for a new conversation, is the id to give it where the
+	// agent lets its client choose (Claude Code's session id): a client
+	// of the agent's own protocol then sees one id everywhere. Empty lets
+	// the agent choose.
+	NativeID string
 	// Native starts a session whose client speaks the agent's own
 	// protocol (Capabilities.Native): every line the agent writes is an
 	// event's Raw (KindNative where the model has no place for it), and
 	// the client's lines reach the agent through NativeSession.Input,
 	// checked by the driver's policy.
 	Native bool
+	// Relay, with Native, is a client that speaks the protocol's control
+	// side too: it answers the agent's requests and sends its own, and
+	// the driver only checks its lines.
+	Relay bool
 	// Claim, when set, arbitrates an approval that the agent's own
 	// protocol can answer too (a native client's answer): the driver
-	// claims the client's answer before acting on it, and acts on what
-	// Claim returns, the answer that came first. Without it the driver's
-	// own record decides.
+	// claims the client's answer before acting on it: Claim records it
+	// and returns it as it stands, unless an answer came first, which it
+	// returns in an *AlreadyResolvedError and the driver acts on instead.
+	// Without Claim the driver's own record decides.
 	Claim func(Resolution) (Resolution, error)
 }
 

@@ -20,6 +20,9 @@ var (
 	ErrSessionEnded = errors.New("agent: session ended")
 	// ErrInvalidEvent matches an *InvalidEventError.
 	ErrInvalidEvent = errors.New("agent: invalid event")
+	// ErrInvalidOptions: a StartRequest the driver refuses (options its
+	// policy does not allow, a fork with nothing to fork).
+	ErrInvalidOptions = errors.New("agent: invalid start options")
 	// ErrBadAnswer matches a *BadAnswerError.
 	ErrBadAnswer = errors.New("agent: the answer does not fit the question")
 )

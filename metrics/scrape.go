@@ -22,9 +22,6 @@ type Sessions interface {
 // Sources are read at every scrape.
 type Sources struct {
 	Sessions Sessions
-	// ProtocolV1Sessions counts protocol v1's live sessions (Claude Code's
-	// own stream, outside the canonical sessions); nil leaves it out.
-	ProtocolV1Sessions func() int
 }
 
 // Watch registers the gauges read from src at every scrape. Call it once.
@@ -44,10 +41,8 @@ func (m *Metrics) Watch(src Sources) {
 
 var (
 	descSessions = prometheus.NewDesc("tether_sessions",
-		"Canonical sessions (sessions API) by agent and state (idle, running, ended; ended ones the runner still lists).",
+		"Sessions of every front end by agent and state (idle, running, ended; ended ones the runner still lists).",
 		[]string{"agent", "state"}, nil)
-	descV1Sessions = prometheus.NewDesc("tether_protocol_v1_sessions",
-		"Live protocol v1 sessions (Claude Code's stream at /sessions).", nil, nil)
 	descPending = prometheus.NewDesc("tether_approvals_pending",
 		"Approvals waiting for a decision, by agent.", []string{"agent"}, nil)
 	descOldest = prometheus.NewDesc("tether_approval_oldest_age_seconds",
@@ -67,15 +62,12 @@ type scrape struct {
 }
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSessions, descV1Sessions, descPending, descOldest, descAges, descScrapeErrors} {
+	for _, d := range []*prometheus.Desc{descSessions, descPending, descOldest, descAges, descScrapeErrors} {
 		ch <- d
 	}
 }
 
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
-	if s.src.ProtocolV1Sessions != nil {
-		ch <- prometheus.MustNewConstMetric(descV1Sessions, prometheus.GaugeValue, float64(s.src.ProtocolV1Sessions()))
-	}
 	if s.src.Sessions == nil {
 		return
 	}

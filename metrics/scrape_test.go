@@ -24,7 +24,7 @@ func TestApprovalAges(t *testing.T) {
 		},
 	}
 	m := New(Options{Now: func() time.Time { return now }})
-	m.Watch(Sources{Sessions: src, ProtocolV1Sessions: func() int { return 4 }})
+	m.Watch(Sources{Sessions: src})
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
@@ -40,7 +40,6 @@ func TestApprovalAges(t *testing.T) {
 		`tether_approval_pending_age_seconds_count 3`,
 		`tether_sessions{agent="mock",state="running"} 2`,
 		`tether_sessions{agent="codex",state="idle"} 0`,
-		`tether_protocol_v1_sessions 4`,
 		`tether_agent_starts_total{agent="opencode",result="failed"} 0`,
 	} {
 		if !strings.Contains(body, want+"\n") {

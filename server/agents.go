@@ -66,7 +66,7 @@ func (cfg Config) cliFor(kind string) (path string, explicit bool) {
 // that cannot be used stops the runner with the reason; one merely not
 // found is left out, and unavailable says why.
 func canonicalDrivers(cfg Config, claude *claudecli.Driver, proxies *keyProxies, log *slog.Logger) (drivers map[string]agent.Driver, unavailable map[string]string, err error) {
-	drivers = map[string]agent.Driver{"claude": claude.Canonical(nil), "mock": mock.New(mock.Config{})}
+	drivers = map[string]agent.Driver{"claude": claude, "mock": mock.New(mock.Config{})}
 	unavailable = map[string]string{}
 	for _, kind := range []string{"codex", "opencode"} {
 		path, explicit := cfg.cliFor(kind)

@@ -91,7 +91,7 @@ func TestCoreCloseLetsTurnsFinish(t *testing.T) {
 			}
 		}()
 		if prompt != "" {
-			if err := m.Prompt(ctx, info.ID, prompt); err != nil {
+			if err := m.Prompt(ctx, info.ID, agent.Prompt{Text: prompt}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -117,7 +117,7 @@ func TestCoreCloseLetsTurnsFinish(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close(grace) }()
 	for {
-		err := m.Prompt(ctx, idle, "hello")
+		err := m.Prompt(ctx, idle, agent.Prompt{Text: "hello"})
 		if errors.Is(err, sessions.ErrShuttingDown) {
 			break
 		}

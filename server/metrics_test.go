@@ -177,7 +177,6 @@ func TestMetricsAfterActivity(t *testing.T) {
 	before := scrape(t, metricsURL)
 	for _, series := range []string{
 		`tether_sessions{agent="mock",state="running"}`, `tether_approvals_pending{agent="mock"}`,
-		`tether_protocol_v1_sessions`,
 	} {
 		if got := sample(before, series); got != 0 {
 			t.Errorf("before any work %s = %v, want 0", series, got)

@@ -21,7 +21,6 @@ import (
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/metrics"
-	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/runner/sessions"
 )
@@ -198,18 +197,16 @@ func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr
 	grace, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	log.Info("runner shutting down", "timeout", timeout)
-	// Protocol v1's turns and the sessions API's get the same grace, side
-	// by side.
-	v1Done := make(chan error, 1)
-	go func() { v1Done <- p.runner.Shutdown(grace) }()
+	// Every front end's turns get the same grace: they are the one core's.
 	p.sessions.Drain(grace)
 	p.stopExpiry()
+	p.v1.Close() // its grace timers: every session ends now anyway
 	stop, cancelStop := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancelStop()
-	// Canonical sessions end before the server stops: their event streams
-	// (plain HTTP requests) finish with them.
-	sessErr := p.sessions.Shutdown(stop)
-	err := <-v1Done // hijacked WebSockets end with their sessions
+	// Sessions end before the server stops: their event streams (plain
+	// HTTP requests, and the hijacked WebSockets of protocol v1) finish
+	// with them.
+	err := p.sessions.Shutdown(stop)
 	// Every session is over; what is still open (connections before
 	// init, the runner-wide feed) ends now, and Run returns only once no
 	// handler runs.
@@ -217,7 +214,7 @@ func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr
 	_ = srv.Shutdown(stop)
 	p.handlers.wait()
 	<-serveErr
-	return errors.Join(err, sessErr)
+	return err
 }
 
 // expireApprovals applies the default decision to overdue approvals every
@@ -275,7 +272,6 @@ func (h *handlers) wait() {
 
 type parts struct {
 	canonical
-	runner     *runner.Runner
 	v1         *protov1.Server
 	metrics    *metrics.Metrics
 	stopExpiry func()
@@ -332,13 +328,10 @@ func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 			p.close()
 		}
 	}()
-	if p.runner, err = runner.New(runner.Config{Log: p.log, Workspaces: p.workspaces, Driver: p.claude, GracePeriod: cfg.GracePeriod,
-		MaxSessions: cfg.MaxSessions, Logger: log.With("agent", "claude")}); err != nil {
-		return nil, err
-	}
-	p.metrics.Watch(metrics.Sources{Sessions: p.sessions, ProtocolV1Sessions: func() int { return len(p.runner.Sessions()) }})
+	p.metrics.Watch(metrics.Sources{Sessions: p.sessions})
 	// Protocol v1's sessions are Claude Code's: its lines name the agent.
-	p.v1 = &protov1.Server{Runner: p.runner, MaxFrameSize: cfg.MaxFrameSize, Logger: log.With("agent", "claude")}
+	p.v1 = &protov1.Server{Sessions: p.sessions, MaxFrameSize: cfg.MaxFrameSize, GracePeriod: cfg.GracePeriod,
+		Logger: log.With("agent", "claude")}
 	return p, nil
 }
 

@@ -268,7 +268,7 @@ func shimDriver(cfg ShimConfig, rc Config, log *slog.Logger, proxies *keyProxies
 		if err != nil {
 			return nil, err
 		}
-		return d.Canonical(nil), nil
+		return d, nil
 	case "codex", "opencode":
 		return optionalDriver(cfg.Agent, rc.CLIs[cfg.Agent], rc, proxies, log)
 	}

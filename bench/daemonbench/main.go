@@ -131,7 +131,7 @@ func runDaemon(c *core, url string, onConnect func()) (stop func(), err error) {
 // prompt).
 func prompt(ctx context.Context, m *sessions.Manager, id string) error {
 	for {
-		err := m.Prompt(ctx, id, "measure")
+		err := m.Prompt(ctx, id, agent.Prompt{Text: "measure"})
 		if !errors.Is(err, agent.ErrTurnInProgress) {
 			return err
 		}

@@ -336,7 +336,7 @@ func waitLogged(ip *inproc, id string, min uint64) (uint64, error) {
 	deadline := time.Now().Add(3 * time.Minute)
 	var prev uint64
 	for time.Now().Before(deadline) {
-		last, _ := ip.r.LastSeq(id)
+		last, _ := ip.log.Last(id)
 		if last > min && last == prev {
 			return last, nil
 		}

@@ -11,14 +11,13 @@ import (
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/internal/testing/runnertest"
-	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
 )
 
 // inproc is a runner in this process on loopback, without a sandbox.
 type inproc struct {
 	url   string
-	r     *runner.Runner
+	core  *runnertest.Core
 	log   *eventlog.Log
 	srv   *httptest.Server
 	dir   string
@@ -34,21 +33,19 @@ func startInproc(cli string, env map[string]string) (*inproc, error) {
 	for k, v := range env {
 		full[k] = v
 	}
-	core, err := runnertest.NewCore(dir, claudecli.Config{CLIPath: cli, Env: full, ShutdownGrace: time.Second}, time.Minute)
+	core, err := runnertest.NewCore(dir, claudecli.Config{CLIPath: cli, Env: full, ShutdownGrace: time.Second})
 	if err != nil {
 		return nil, err
 	}
-	r, elog := core.Runner, core.Log
-	srv := httptest.NewServer(&protov1.Server{Runner: r})
-	ip := &inproc{url: "ws" + strings.TrimPrefix(srv.URL, "http"), r: r, log: elog, srv: srv, dir: dir}
+	srv := httptest.NewServer(&protov1.Server{Sessions: core.Sessions, GracePeriod: time.Minute})
+	ip := &inproc{url: "ws" + strings.TrimPrefix(srv.URL, "http"), core: core, log: core.Log, srv: srv, dir: dir}
 	ip.close = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
+		if err := core.Close(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "runnerbench: shutdown:", err)
 		}
 		srv.Close()
-		elog.Close()
 		os.RemoveAll(dir)
 	}
 	return ip, nil

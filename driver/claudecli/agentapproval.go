@@ -67,15 +67,31 @@ func withID(r agent.Resolution, id string) agent.Resolution {
 	return r
 }
 
-// Resolve answers a pending approval; the first answer wins.
-func (s *canonicalSession) Resolve(_ context.Context, r agent.Resolution) error {
+// Resolve answers a pending approval; the first answer wins. One the CLI
+// asked through a relay is answered to the CLI here.
+func (s *canonicalSession) Resolve(ctx context.Context, r agent.Resolution) error {
 	if r.Decision != agent.Allow && r.Decision != agent.Deny {
 		return &agent.InvalidEventError{Kind: agent.KindApprovalResolved, Reason: "decision " + strconv.Quote(string(r.Decision))}
 	}
 	if r.Cause == "" {
 		r.Cause = agent.CauseClient
 	}
-	return s.settle(r.ApprovalID, r)
+	s.mu.Lock()
+	if err := s.settleLocked(r.ApprovalID, r); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	p := s.pending[r.ApprovalID]
+	if !p.relayed {
+		s.mu.Unlock()
+		return nil
+	}
+	line, err := s.relayedAnswer(r.ApprovalID, p)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.relay.conn.Write(ctx, line)
 }
 
 // settle records the first resolution of id and wakes its callback.

@@ -121,30 +121,39 @@ func (s *canonicalSession) lineError(err error) {
 	s.out.Add(e)
 }
 
-// connect starts the CLI and the reader.
+// connect starts the CLI through the SDK, and the reader.
 func (s *canonicalSession) connect(ctx context.Context, opts claude.Options) error {
 	client, err := claude.Connect(ctx, opts)
 	if err != nil {
 		return err
 	}
-	s.client = client
-	s.mapper = newCanonicalMapper(client.SessionID(), s.now)
 	cwd := opts.Cwd
 	if opts.Runner != nil {
 		cwd = "" // a directory on the runner, which the runner's own events name
 	}
-	s.out.Add(s.mapper.startSession(client.SessionID(), opts.Model, cwd))
+	s.begin(sdkLink{client}, opts.Model, cwd)
+	return nil
+}
+
+// begin starts the session's events and its reader over link.
+func (s *canonicalSession) begin(link cliLink, model, cwd string) {
+	s.link = link
+	s.mapper = newCanonicalMapper(link.sessionID(), s.now)
+	s.out.Add(s.mapper.startSession(link.sessionID(), model, cwd))
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.read()
-	return nil
 }
 
 // canonicalSession is one Claude Code conversation. One goroutine reads
 // the CLI's messages; approval callbacks run on the SDK's goroutines; the
 // mapper is shared under mu and events leave in the order they were made.
 type canonicalSession struct {
-	client *claude.Client
+	link cliLink
+	// relay is link for a native client that speaks the control protocol
+	// itself (nil otherwise); claim arbitrates the approvals it answers.
+	relay *relayLink
+	claim func(agent.Resolution) (agent.Resolution, error)
 	// rewrite is the sandbox's Bash rewrite, whose wrapping every event
 	// and approval is cleared of; nil without a sandbox.
 	rewrite *bashRewriter
@@ -167,29 +176,42 @@ type canonicalSession struct {
 
 type pendingApproval struct {
 	toolUseID string
+	// relayed: the CLI asked through a relay, so an answer is written to
+	// it here (no SDK callback waits); input is what it asked about.
+	relayed bool
+	input   json.RawMessage
+	tool    string
 	// question is set for an AskUserQuestion call: a question approval.
 	question *agent.Question
 	answer   chan agent.Resolution // buffered 1
 	first    *agent.Resolution
 }
 
-func (s *canonicalSession) NativeID() string { return s.client.SessionID() }
+func (s *canonicalSession) NativeID() string { return s.link.sessionID() }
 
 // read maps every message until the CLI's output ends.
 func (s *canonicalSession) read() {
 	defer s.wg.Done()
 	defer s.out.Close()
 	var failure error
-	for msg, err := range s.client.Messages(s.ctx) {
+	for msg, err := range s.link.messages(s.ctx) {
 		if err != nil {
 			failure = err
 			break
 		}
 		msg = s.unwrapped(msg)
 		s.mu.Lock()
-		events := s.mapper.message(msg)
-		if _, ok := msg.(*claude.ResultMessage); ok {
+		var events []agent.Event
+		switch m := msg.(type) {
+		case *cc.ControlRequest: // a relay's: the SDK answers its own
+			events = s.relayedRequest(m)
+		case *cc.ControlCancelRequest:
+			events = s.relayedCancel(m)
+		case *claude.ResultMessage:
 			s.turn = false
+			events = s.mapper.line(msg)
+		default:
+			events = s.mapper.line(msg)
 		}
 		s.record(events)
 		s.out.Add(events...)
@@ -197,6 +219,9 @@ func (s *canonicalSession) read() {
 		if s.out.WaitRoom(s.ctx) != nil {
 			break
 		}
+	}
+	if failure == nil {
+		failure = s.link.err()
 	}
 	s.end(failure)
 }
@@ -214,7 +239,7 @@ func (s *canonicalSession) record(events []agent.Event) {
 func (s *canonicalSession) end(failure error) {
 	s.mu.Lock()
 	s.ended = true
-	info := &agent.SessionInfo{Agent: "claude", NativeID: s.client.SessionID(), Reason: "closed"}
+	info := &agent.SessionInfo{Agent: "claude", NativeID: s.link.sessionID(), Reason: "closed"}
 	var why *agent.Error
 	if failure != nil && !errors.Is(failure, context.Canceled) {
 		info.Reason = "exited"
@@ -250,12 +275,17 @@ func (s *canonicalSession) Prompt(ctx context.Context, p agent.Prompt) error {
 		s.mu.Unlock()
 		return agent.ErrTurnInProgress
 	}
+	in, text, err := promptInput(p)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	s.turn = true
-	events := s.mapper.startTurn(p.Text)
+	events := s.mapper.startTurn(text, p.RequestID)
 	s.record(events)
 	s.out.Add(events...) // before the CLI can answer the prompt
 	s.mu.Unlock()
-	if err := s.client.Query(ctx, p.Text); err != nil {
+	if err := s.link.send(ctx, in); err != nil {
 		return fmt.Errorf("claudecli: prompt: %w", err)
 	}
 	return nil
@@ -272,7 +302,7 @@ func (s *canonicalSession) Interrupt(ctx context.Context) error {
 	if !running {
 		return agent.ErrNoTurn
 	}
-	return s.client.Interrupt(ctx)
+	return s.link.interrupt(ctx)
 }
 
 func (s *canonicalSession) Messages(context.Context) ([]agent.Item, error) {
@@ -299,7 +329,7 @@ func (s *canonicalSession) Close() error {
 			_ = s.settleLocked(id, agent.Resolution{Decision: agent.Deny, Reason: "the session closed", Cause: agent.CauseTurnEnded})
 		}
 		s.mu.Unlock()
-		err = s.client.Close()
+		err = s.link.close()
 		s.cancel()
 		s.wg.Wait()
 	})

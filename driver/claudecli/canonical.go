@@ -2,6 +2,7 @@ package claudecli
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,10 +80,13 @@ func (m *canonicalMapper) startSession(nativeID, model, cwd string) agent.Event 
 }
 
 // startTurn is the driver sending a prompt: the turn starts with the
-// user's message.
-func (m *canonicalMapper) startTurn(prompt string) []agent.Event {
+// user's message; requestID is the client's id for it.
+func (m *canonicalMapper) startTurn(prompt, requestID string) []agent.Event {
 	m.turn = ""
 	events := m.ensureTurn()
+	if requestID != "" {
+		events[0].Turn = &agent.TurnInfo{RequestID: requestID}
+	}
 	user := &agent.Item{ID: m.turn + "/prompt", Type: agent.ItemUserMessage, Status: agent.ItemDone, Text: prompt}
 	return append(events, m.itemEvent(agent.KindItemCompleted, user, nil))
 }
@@ -91,7 +95,9 @@ func (m *canonicalMapper) startTurn(prompt string) []agent.Event {
 func (m *canonicalMapper) message(msg cc.Message) []agent.Event {
 	switch msg := msg.(type) {
 	case *cc.SystemMessage:
-		if msg.Subtype == "init" {
+		if msg.Subtype != "api_retry" {
+			// init, and the status, hook and task lines that may come
+			// between turns: they start none.
 			return m.system(msg)
 		}
 		start := m.ensureTurn()
@@ -112,6 +118,36 @@ func (m *canonicalMapper) message(msg cc.Message) []agent.Event {
 		return events
 	}
 	return nil
+}
+
+// line maps one line of the CLI's output as message does, and puts the
+// line itself on exactly one of its events: the first that is not a
+// session's start or end or a turn's end (a client that follows the
+// agent's own lines, protocol v1, sees each there once, in order, and
+// those three are its ready, error and done), or on a native event where
+// the model has no place for it.
+func (m *canonicalMapper) line(msg cc.Message) []agent.Event {
+	events := m.message(msg)
+	raw := msg.Raw()
+	carrier, tail := -1, len(events)
+	for i := range events {
+		events[i].Raw = nil
+		switch events[i].Kind {
+		case agent.KindSessionStarted:
+		case agent.KindTurnCompleted, agent.KindSessionEnded:
+			tail = min(tail, i)
+		default:
+			if carrier < 0 {
+				carrier = i
+			}
+		}
+	}
+	if carrier >= 0 && carrier < tail {
+		events[carrier].Raw = raw
+		return events
+	}
+	native := m.event(agent.KindNative, raw)
+	return slices.Insert(events, tail, native)
 }
 
 // joined is a turn's start, if one was needed, and then events; without
@@ -305,9 +341,9 @@ func (m *canonicalMapper) result(msg *cc.ResultMessage) []agent.Event {
 	usage := &agent.Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens,
 		CacheReadTokens: msg.Usage.CacheReadInputTokens, CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
 		CostUSD: msg.TotalCostUSD}
-	u := m.event(agent.KindUsage, nil)
+	u := m.event(agent.KindUsage, msg.Raw())
 	u.Usage = usage
-	end := m.event(agent.KindTurnCompleted, msg.Raw())
+	end := m.event(agent.KindTurnCompleted, nil)
 	end.Turn = &agent.TurnInfo{Status: status, Text: msg.Result, DurationMS: msg.DurationMS}
 	end.Error = failure
 	return append(out, u, end)

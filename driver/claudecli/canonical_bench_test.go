@@ -60,7 +60,7 @@ func BenchmarkMapping(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
 			m := newCanonicalMapper("s1", now)
-			m.startTurn("bench")
+			m.startTurn("bench", "")
 			for _, line := range lines {
 				msg, err := cc.Parse(line)
 				if err != nil {

@@ -29,6 +29,7 @@ func replay(t *testing.T, name string) []agent.Event {
 	m := newCanonicalMapper("s1", func() time.Time { clock = clock.Add(time.Millisecond); return clock })
 	toolOf := map[string]string{} // approval id → tool_use id
 	var events []agent.Event
+	var lines []string // the CLI's, in order
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -43,12 +44,23 @@ func replay(t *testing.T, name string) []agent.Event {
 		if rec.Msg == nil { // a print-mode capture: every line is the CLI's
 			rec.Dir, rec.Msg = "<", append(json.RawMessage(nil), line...)
 		}
+		if rec.Dir == "<" {
+			lines = append(lines, string(rec.Msg))
+		}
 		events = append(events, step(t, m, rec.Dir, rec.Msg, toolOf)...)
 	}
+	var raws []string
 	for _, e := range events {
 		if err := e.Validate(); err != nil {
 			t.Fatalf("%v\n%+v", err, e)
 		}
+		if e.Raw != nil {
+			raws = append(raws, string(e.Raw))
+		}
+	}
+	// Every line of the CLI is the raw of exactly one event, in order.
+	if !slices.Equal(raws, lines) {
+		t.Fatalf("the events carry %d raw lines, the CLI wrote %d:\n%s", len(raws), len(lines), strings.Join(raws, "\n"))
 	}
 	return events
 }
@@ -70,7 +82,7 @@ func step(t *testing.T, m *canonicalMapper, dir string, raw json.RawMessage, too
 	case dir == ">" && head.Type == "user":
 		var msg cc.UserMessageParam
 		_ = json.Unmarshal(head.Message, &msg)
-		return m.startTurn(contentText(msg.Content))
+		return m.startTurn(contentText(msg.Content), "")
 	case dir == ">" && head.Type == "control_response":
 		tool, ok := toolOf[head.Response.RequestID]
 		if !ok {
@@ -97,17 +109,7 @@ func step(t *testing.T, m *canonicalMapper, dir string, raw json.RawMessage, too
 		toolOf[req.RequestID] = use.ToolUseID
 		return []agent.Event{m.approvalRequested(req.RequestID, &use, msg.Raw())}
 	}
-	return m.message(msg)
-}
-
-func contentText(c cc.Content) string {
-	var b strings.Builder
-	for _, block := range c {
-		if t, ok := block.(cc.TextBlock); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
+	return m.line(msg)
 }
 
 func kinds(events []agent.Event) []agent.Kind {
@@ -171,8 +173,8 @@ func TestCanonicalTwoTurns(t *testing.T) {
 		t.Fatalf("prompts %+v", prompts)
 	}
 	for _, e := range events {
-		if e.Raw == nil && e.Kind != agent.KindTurnStarted && e.Kind != agent.KindUsage && e.Kind != agent.KindItemCompleted {
-			t.Errorf("%s carries no raw line", e.Kind)
+		if e.Raw != nil && (e.Kind == agent.KindTurnCompleted || e.Kind == agent.KindSessionStarted) {
+			t.Errorf("%s carries a raw line: a client of the agent's lines sees it on another event", e.Kind)
 		}
 	}
 }

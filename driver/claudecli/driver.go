@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
-	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
@@ -29,6 +29,8 @@ type Config struct {
 	InitializeTimeout time.Duration
 	ShutdownGrace     time.Duration
 	Logger            *slog.Logger
+	// Now is the events' clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // SandboxConfig is the sandbox policy shared by all sessions.
@@ -43,14 +45,23 @@ type SandboxConfig struct {
 	AllowToolNetwork bool
 }
 
-// Driver starts Claude Code CLIs for runner sessions.
+// Driver is Claude Code as an agent.Driver under a runner's policy: its
+// CLI, environment and sandbox, the options a client may set
+// (SessionOptions), the Bash rewrite, and every event showing the model's
+// own commands. A native session (StartRequest.Native) is protocol v1's:
+// the client's options are applied as given and every line of the CLI's
+// is an event's raw; with Relay the client speaks the control protocol
+// too.
 type Driver struct {
 	cfg     Config
 	cliPath string
 	// launcher forks every CLI from one shared thread: a runner holds many
 	// agents, and a thread each would cost more than an idle agent else.
 	launcher transport.Launcher
+	now      func() time.Time
 }
+
+var _ agent.Driver = (*Driver)(nil)
 
 // New checks the CLI (and the sandbox, when configured) once.
 func New(cfg Config) (*Driver, error) {
@@ -64,10 +75,16 @@ func New(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("claudecli: sandbox: %w", err)
 		}
 	}
-	return &Driver{cfg: cfg, cliPath: path}, nil
+	return &Driver{cfg: cfg, cliPath: path, now: cfg.Now}, nil
 }
 
-// Validate implements runner.AgentDriver.
+func (d *Driver) Name() string { return "claude" }
+
+func (d *Driver) Capabilities() agent.Capabilities {
+	return agent.Capabilities{Resume: true, Questions: true, Native: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+}
+
+// Validate checks session options before anything is started.
 func (d *Driver) Validate(opts json.RawMessage) error {
 	o, err := ParseOptions(opts)
 	if err != nil {
@@ -79,31 +96,77 @@ func (d *Driver) Validate(opts json.RawMessage) error {
 	return nil
 }
 
-// Start implements runner.AgentDriver.
-func (d *Driver) Start(ctx context.Context, spec runner.AgentSpec) (runner.Agent, error) {
-	opts, cmd, rewrite, err := d.launch(spec, nil)
+// Start starts the CLI in req.Workspace under the runner's policy.
+// req.Options are protocol v1's session_opts for Claude Code.
+func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
+	if req.Fork {
+		return nil, &agent.UnsupportedError{Agent: "claude", Capability: "fork on a runner"}
+	}
+	if err := d.Validate(req.Options); err != nil {
+		return nil, err
+	}
+	spec := launchSpec{SessionID: req.Resume, Workspace: req.Workspace, Home: req.Home, Options: req.Options, Resume: req.Resume != ""}
+	if spec.SessionID == "" {
+		spec.SessionID = req.NativeID
+	}
+	if spec.SessionID == "" {
+		spec.SessionID = claude.NewSessionID()
+	}
+	s := newCanonicalSession(d.now, nil)
+	s.claim = req.Claim
+	opts, cmd, rewrite, err := d.launch(spec, func(o *claude.Options) {
+		if req.Model != "" {
+			o.Model = req.Model
+		}
+		if !req.Native {
+			o.PermissionPromptToolName = "" // the session's own callback asks
+			s.prepare(o)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	if spec.Relay {
+	s.rewrite = rewrite
+	if req.Resume != "" && req.Home != "" { // the CLI's store is in the session's home
+		items, err := transcriptItems(req.Home, req.Resume)
+		if err != nil {
+			d.logger().Warn("the resumed conversation's past could not be read", "session", req.Resume, "err", err)
+		}
+		s.past = items
+	}
+	if req.Relay {
 		conn, err := cmd.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return newRelayAgent(conn, rewrite, d.logger()), nil
+		s.relay = newRelayLink(conn, spec.SessionID, rewrite, d.logger().With("session", spec.SessionID))
+		s.relay.lineError, s.relay.refused = s.lineError, s.nativeLine
+		s.begin(s.relay, opts.Model, opts.Cwd)
+		return s, nil
 	}
-	client, err := claude.Connect(ctx, opts)
-	if err != nil {
+	if req.Native {
+		s.native(&opts)
+	}
+	if err := s.connect(ctx, opts); err != nil {
 		return nil, err
 	}
-	return newSDKAgent(client, rewrite), nil
+	return s, nil
+}
+
+// launchSpec is what a session's CLI is started with.
+type launchSpec struct {
+	SessionID string
+	Workspace string
+	Home      string
+	Options   json.RawMessage
+	Resume    bool
 }
 
 // launch applies the runner's policy to a session: its options, checked;
 // no settings files; the CLI's command, sandboxed; the Bash rewrite. The
 // options it returns run that command (Transport) with the rewrite's hook.
 // prepare, if set, adjusts the options before the command line is built.
-func (d *Driver) launch(spec runner.AgentSpec, prepare func(*claude.Options)) (claude.Options, *transport.Command, *bashRewriter, error) {
+func (d *Driver) launch(spec launchSpec, prepare func(*claude.Options)) (claude.Options, *transport.Command, *bashRewriter, error) {
 	o, err := ParseOptions(spec.Options)
 	if err != nil {
 		return claude.Options{}, nil, nil, err
@@ -173,7 +236,7 @@ func (d *Driver) env(home string) map[string]string {
 }
 
 // command builds the CLI's command line, wrapped in the sandbox if any.
-func (d *Driver) command(opts *claude.Options, spec runner.AgentSpec, toolNetwork bool) (*transport.Command, *sandbox.Policy, error) {
+func (d *Driver) command(opts *claude.Options, spec launchSpec, toolNetwork bool) (*transport.Command, *sandbox.Policy, error) {
 	args, err := opts.CommandArgs()
 	if err != nil {
 		return nil, nil, err

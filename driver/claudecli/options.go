@@ -10,13 +10,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
 	cc "github.com/tetherhq/tether/protocol/claudecode"
-	"github.com/tetherhq/tether/runner"
 )
 
-// ErrInvalidOptions matches session options the runner refuses.
-var ErrInvalidOptions = runner.ErrInvalidOptions
+// ErrInvalidOptions matches session options the runner refuses; it is an
+// agent.ErrInvalidOptions.
+var ErrInvalidOptions = fmt.Errorf("claudecli: %w", agent.ErrInvalidOptions)
 
 // SessionOptions are the options a host may set (protocol v1's
 // session_opts for Claude Code).

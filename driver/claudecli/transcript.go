@@ -72,7 +72,7 @@ func transcriptLine(m *canonicalMapper, line []byte) []agent.Event {
 	}
 	var prompt string
 	if head.Type == "user" && json.Unmarshal(head.Message.Content, &prompt) == nil {
-		return m.startTurn(prompt)
+		return m.startTurn(prompt, "")
 	}
 	msg, err := cc.Parse(append([]byte(nil), line...))
 	if err != nil {

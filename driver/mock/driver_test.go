@@ -34,7 +34,7 @@ func TestTextTurnPlaysTheScript(t *testing.T) {
 	if !slices.Equal(got[:len(want)], want) {
 		t.Fatalf("events\n got %v\nwant %v…", got, want)
 	}
-	if tail := got[len(got)-3:]; !slices.Equal(tail, []string{"item.completed:message", "usage", "turn.completed"}) {
+	if tail := got[len(got)-4:]; !slices.Equal(tail, []string{"item.completed:message", "native", "usage", "turn.completed"}) {
 		t.Errorf("the turn ends with %v", tail)
 	}
 	reply := `Mock reply to turn 1: you said "hello". I noted it in mock-notes.md.`

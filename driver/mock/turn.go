@@ -333,6 +333,14 @@ func (t *turnRun) reply() error {
 	if err := t.complete(it); err != nil {
 		return err
 	}
+	// A line of the mock's own that the model has no place for, as real
+	// agents write (a stream's end, a keep-alive).
+	native := t.event(agent.KindNative, func(e *agent.Event) {
+		e.Raw = json.RawMessage(`{"type":"mock.reply_done","turn":` + strconv.Itoa(t.n) + `}`)
+	})
+	if err := t.emit(native); err != nil {
+		return err
+	}
 	return t.emit(t.event(agent.KindUsage, func(e *agent.Event) { e.Usage = t.usage(text) }))
 }
 

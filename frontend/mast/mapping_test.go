@@ -127,6 +127,7 @@ func mappingExamples() map[string][]agent.Event {
 		"`turn.completed` failed, nothing open": {turn, ev(agent.KindTurnCompleted, func(e *agent.Event) {
 			e.Turn, e.Error = &agent.TurnInfo{Status: agent.TurnFailed}, &agent.Error{Code: agent.ErrorAPI, Message: "500"}
 		})},
+		"`native`": {turn, ev(agent.KindNative, func(e *agent.Event) { e.Raw = json.RawMessage(`{"type":"keep_alive"}`) })},
 		"`session.ended`": {ev(agent.KindSessionEnded, func(e *agent.Event) {
 			e.TurnID, e.Session = "", &agent.SessionInfo{Agent: "mock", Reason: "closed"}
 		})},

@@ -234,10 +234,10 @@ func TestFeedRetention(t *testing.T) {
 		before, _ := c.m.Get(info.ID)
 		// The state turns idle a moment before turn.completed is logged:
 		// the last turn may still be ending.
-		err := c.m.Prompt(ctx, info.ID, "again")
+		err := c.m.Prompt(ctx, info.ID, agent.Prompt{Text: "again"})
 		for errors.Is(err, agent.ErrTurnInProgress) {
 			<-timeAfter(1)
-			err = c.m.Prompt(ctx, info.ID, "again")
+			err = c.m.Prompt(ctx, info.ID, agent.Prompt{Text: "again"})
 		}
 		if err != nil {
 			t.Fatal(err)

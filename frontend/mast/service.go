@@ -63,7 +63,7 @@ func (s *Service) run(ctx context.Context, c Command) (any, error) {
 		if c.Text == "" {
 			return nil, fmt.Errorf("%w: send_prompt needs a text", ErrCommand)
 		}
-		return nil, s.Sessions.Prompt(ctx, c.SessionID, c.Text)
+		return nil, s.Sessions.Prompt(ctx, c.SessionID, agent.Prompt{Text: c.Text})
 	case commandApprove, commandDeny:
 		if c.PermissionID == "" {
 			return nil, fmt.Errorf("%w: %s needs a permissionId", ErrCommand, c.Type)

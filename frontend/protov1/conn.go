@@ -13,8 +13,8 @@ import (
 
 	"github.com/tetherhq/tether/internal/safe"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
-	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/auth"
+	"github.com/tetherhq/tether/runner/sessions"
 )
 
 // conn is one host connection: at most one session.
@@ -23,14 +23,19 @@ type conn struct {
 	ws   *websocket.Conn
 	wire *gatherConn // under ws
 	log  *slog.Logger
-	// batch: the host reads batch frames (it asked, in a host-control
-	// init); batchBytes bounds the next one (see writeMessages).
+	// relay: the host speaks the control protocol (host_control), and
+	// reads the CLI's lines embedded as they are; batch: it reads batch
+	// frames (it asked, in a host-control init); batchBytes bounds the
+	// next one (see writeMessages).
+	relay      bool
 	batch      bool
 	batchBytes int
 
 	// The writer's buffers, reused from one message to the next.
 	buf   []byte
 	items [][]byte
+	// answers counts the goroutines answering control frames.
+	answers sync.WaitGroup
 }
 
 func (c *conn) run(request context.Context) {
@@ -55,42 +60,48 @@ func (c *conn) run(request context.Context) {
 		c.refuse(ctx, err)
 		return
 	}
-	sess, resumed, after, err := c.srv.open(ctx, init)
+	info, resumed, after, err := c.open(ctx, init)
 	if err != nil {
 		c.refuse(ctx, err)
 		return
 	}
 	opened.Store(true)
-	// Batches are an extension of relay sessions, for hosts that ask.
-	c.batch = init.HostControl && init.Batch && c.srv.turnOf(sess).isRelay()
+	id := info.ID
+	// A relay session's lines are embedded as they are, whoever reads
+	// them; batches are an extension of relay sessions, for hosts that
+	// speak it and ask.
+	c.relay = info.Relay
+	c.batch = info.Relay && init.HostControl && init.Batch
 	c.batchBytes = minBatchBytes
-	c.log = c.log.With("session", sess.ID())
-	c.logOpened(request, sess, resumed)
-	detach := sess.Attach()
+	c.log = c.log.With("session", id)
+	c.logOpened(request, info, resumed)
+	detach := c.srv.attach(id)
 	defer detach()
+	h := c.srv.host(id)
 	if resumed {
-		if err := c.sendReady(ctx, sess); err != nil {
+		if err := c.sendReady(ctx, info, h); err != nil {
 			return
 		}
 	}
 	defer c.startPing(ctx)()
+	defer c.answers.Wait()
 	written := make(chan error, 1)
 	go func() {
 		defer safe.Recover(c.log, "protocol v1 writer", func(p *safe.PanicError) { written <- p })
-		err := c.writeEvents(ctx, sess, after)
+		err := c.writeEvents(ctx, id, after)
 		if errors.Is(err, errSessionOver) {
 			// Everything is sent: close cleanly, which also ends the read.
 			// A session ended by the runner's shutdown is not over for
 			// the host: "going away" tells it to come back and resume.
 			code, reason := websocket.StatusNormalClosure, "session ended"
-			if c.srv.Runner.ShuttingDown() {
+			if c.srv.Sessions.ShuttingDown() {
 				code, reason = websocket.StatusGoingAway, "runner shutting down"
 			}
 			_ = c.ws.Close(code, reason)
 		}
 		written <- err
 	}()
-	readErr := c.readFrames(ctx, sess)
+	readErr := c.readFrames(ctx, id, h)
 	var writeErr error
 	if errors.Is(readErr, errSessionOver) {
 		// The host said stop: let the last frames drain first.
@@ -109,13 +120,13 @@ func (c *conn) run(request context.Context) {
 
 // logOpened logs a host's session: which workspace, and which token by
 // its id (auth.IDFromContext), never the token.
-func (c *conn) logOpened(ctx context.Context, sess *runner.Session, resumed bool) {
+func (c *conn) logOpened(ctx context.Context, info sessions.Info, resumed bool) {
 	token, _ := auth.IDFromContext(ctx)
 	msg := "session started"
 	if resumed {
 		msg = "session resumed"
 	}
-	c.log.Info(msg, "session", sess.ID(), "workspace", sess.WorkspaceID(), "token", token)
+	c.log.Info(msg, "session", info.ID, "workspace", info.WorkspaceID, "token", token)
 }
 
 // close ends the connection the way it ended: normally after stop or the
@@ -206,10 +217,8 @@ func (c *conn) write(ctx context.Context, frame []byte) error {
 	return c.ws.Write(ctx, websocket.MessageText, frame)
 }
 
-func (c *conn) sendReady(ctx context.Context, sess *runner.Session) error {
-	last, _ := c.srv.Runner.LastSeq(sess.ID())
-	frame, _ := v1.Encode(v1.Ready{Seq: last, SessionID: sess.ID(), Resumed: true,
-		InputSeq: c.srv.turnOf(sess).inputSeq()})
+func (c *conn) sendReady(ctx context.Context, info sessions.Info, h *hostState) error {
+	frame, _ := v1.Encode(v1.Ready{Seq: info.LastSeq, SessionID: info.ID, Resumed: true, InputSeq: h.inputSeq()})
 	return c.write(ctx, frame)
 }
 

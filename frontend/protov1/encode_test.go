@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/tetherhq/tether/agent"
 )
 
-// A relay session embeds a line as is only when every decoder takes the
+// A relay host gets a line embedded as is only when every decoder takes the
 // frame (encoding/json refuses nesting deeper than 10000, which leaves a
 // line 9997 levels in a batch frame); anything else goes as the seed
 // protocol's payload string. Either way the frame is one JSON value.
-func TestEncodeLine(t *testing.T) {
+func TestProjectLine(t *testing.T) {
 	nested := func(depth int) string {
 		return strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)
 	}
@@ -29,7 +31,15 @@ func TestEncodeLine(t *testing.T) {
 		{nested(9998), true, false},
 	}
 	for _, c := range cases {
-		frame := encodeLine(nil, c.relay, "q1", []byte(c.line))
+		p := newProjector(c.relay, func(string, uint64) string { return "" })
+		p.requests["t1"] = "q1"
+		frame, ok := p.frame(nil, &agent.Event{Kind: agent.KindNative, TurnID: "t1", Raw: json.RawMessage(c.line)})
+		if c.line[0] != '{' {
+			if ok {
+				t.Errorf("line %.40q made a frame: %s", c.line, frame)
+			}
+			continue
+		}
 		var f struct {
 			Type      string          `json:"type"`
 			RequestID string          `json:"request_id"`

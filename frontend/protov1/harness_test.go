@@ -19,12 +19,13 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/internal/testing/runnertest"
-	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
 	"github.com/tetherhq/tether/runner/workspace"
 )
 
@@ -37,12 +38,12 @@ func TestMain(m *testing.M) {
 
 // testRunner is a runner on loopback whose agent is the mock CLI.
 type testRunner struct {
-	t      testing.TB
-	url    string
-	runner *runner.Runner
-	log    *eventlog.Log
-	root   string
-	stop   func() // shuts the runner down (also at cleanup)
+	t    testing.TB
+	url  string
+	core *runnertest.Core
+	log  *eventlog.Log
+	root string
+	stop func() // shuts the runner down (also at cleanup)
 }
 
 // runnerOpts configure startRunnerWith.
@@ -70,29 +71,27 @@ func startRunnerWith(t testing.TB, o runnerOpts) *testRunner {
 		"GORACE": "atexit_sleep_ms=0", "PATH": os.Getenv("PATH"),
 	}
 	maps.Copy(env, o.env)
-	core, err := runnertest.NewCore(dir, claudecli.Config{CLIPath: os.Args[0], ShutdownGrace: 500 * time.Millisecond, Env: env}, o.grace)
+	core, err := runnertest.NewCore(dir, claudecli.Config{CLIPath: os.Args[0], ShutdownGrace: 500 * time.Millisecond, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, elog := core.Runner, core.Log
 	maxFrame := o.maxFrame
 	if maxFrame == 0 {
 		maxFrame = 1 << 20
 	}
-	srv := httptest.NewServer(&protov1.Server{Runner: r, MaxFrameSize: maxFrame, PingInterval: time.Second})
+	v1 := &protov1.Server{Sessions: core.Sessions, GracePeriod: o.grace, MaxFrameSize: maxFrame, PingInterval: time.Second}
+	srv := httptest.NewServer(v1)
 	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
+		v1.Close()
+		if err := core.Close(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 		srv.Close()
-		if err := elog.Close(); err != nil {
-			t.Errorf("event log close: %v", err)
-		}
 	})
 	t.Cleanup(stop)
-	return &testRunner{t: t, url: "ws" + strings.TrimPrefix(srv.URL, "http"), runner: r, log: elog, root: dir, stop: stop}
+	return &testRunner{t: t, url: "ws" + strings.TrimPrefix(srv.URL, "http"), core: core, log: core.Log, root: dir, stop: stop}
 }
 
 // gitLog is the subjects of the snapshots of a workspace, newest first.
@@ -106,17 +105,66 @@ func (tr *testRunner) gitLog(workspaceID string) []string {
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
-// logFrames is what the event log holds for a session after seq `after`.
+// logFrames is the frames a session's log makes after seq `after`, each
+// without its seq, as the session's own kind of host reads them (relay
+// for a host_control session).
 func (tr *testRunner) logFrames(id string, after uint64) []eventlog.Event {
 	tr.t.Helper()
-	var evs []eventlog.Event
-	for ev, err := range tr.log.Read(context.Background(), id, after) {
+	var events []agent.Event
+	for ev, err := range tr.log.Read(context.Background(), id, 0) {
 		if err != nil {
 			tr.t.Fatalf("read log: %v", err)
 		}
-		evs = append(evs, ev)
+		e, err := agent.ParseEvent(ev.Payload)
+		if err != nil {
+			tr.t.Fatalf("logged event %d: %v", ev.Seq, err)
+		}
+		e.Seq = int64(ev.Seq)
+		events = append(events, e)
 	}
-	return evs
+	var out []eventlog.Event
+	for _, f := range protov1.ProjectLog(events, tr.relay(id)) {
+		if f.Seq > after {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// relay reports whether session id's host speaks the control protocol,
+// as the core's record of it says.
+func (tr *testRunner) relay(id string) bool {
+	data, err := os.ReadFile(filepath.Join(tr.root, "sessions", id+".json"))
+	if err != nil {
+		tr.t.Fatalf("session record: %v", err)
+	}
+	var rec struct{ Relay bool }
+	_ = json.Unmarshal(data, &rec)
+	return rec.Relay
+}
+
+// live reports whether session id is live (not ended).
+func (tr *testRunner) live(id string) bool {
+	info, err := tr.core.Sessions.Get(id)
+	return err == nil && info.State != sessions.StateEnded
+}
+
+// liveSessions are the ids of the live sessions.
+func (tr *testRunner) liveSessions() []string {
+	var ids []string
+	for _, info := range tr.core.Sessions.List() {
+		if info.State != sessions.StateEnded {
+			ids = append(ids, info.ID)
+		}
+	}
+	return ids
+}
+
+// shutdown is the runner's graceful stop: turns finish until ctx ends,
+// then every session ends.
+func (tr *testRunner) shutdown(ctx context.Context) error {
+	tr.core.Sessions.Drain(ctx)
+	return tr.core.Sessions.Shutdown(context.WithoutCancel(ctx))
 }
 
 // seedClient knows only the seed's frame tables: JSON objects with a type.

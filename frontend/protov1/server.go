@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/tetherhq/tether/runner"
+	"github.com/tetherhq/tether/runner/sessions"
 )
 
 // Defaults for Server.
@@ -18,130 +18,163 @@ const (
 	DefaultMaxFrameSize = 16 << 20
 	DefaultPingInterval = 15 * time.Second
 	DefaultInitTimeout  = 30 * time.Second
+	DefaultGracePeriod  = 60 * time.Second
 )
+
+// agentKind is the agent protocol v1 drives: its wire is Claude Code's.
+const agentKind = "claude"
 
 // Server serves protocol v1. Authentication happens before it (see
 // runner/auth.Middleware): by the time a request reaches ServeHTTP it is
 // allowed.
 type Server struct {
-	Runner *runner.Runner
+	Sessions sessions.Core
 	// MaxFrameSize caps one host frame (default 16 MiB).
 	MaxFrameSize int64
 	// PingInterval is how often the runner pings a quiet host.
 	PingInterval time.Duration
 	// InitTimeout bounds the wait for the first frame.
 	InitTimeout time.Duration
+	// GracePeriod is how long a session outlives its last connection
+	// before it is closed (default 60 s).
+	GracePeriod time.Duration
 	Logger      *slog.Logger
 
-	turnsMu sync.Mutex
-	// turns is the request in progress per session: per Session, not per
-	// id, since a session restarted under its id must not share (or lose
-	// to the old pump's forget) the state of its predecessor.
-	turns map[*runner.Session]*turnState
+	mu    sync.Mutex
+	hosts map[string]*hostState // by session id, while a session is followed or in its grace
 }
 
-// turnState remembers which query a session's output belongs to.
-type turnState struct {
-	mu        sync.Mutex
-	requestID string
-	// open: a query's turn runs; the next query waits for its done frame
-	// (the request id labels every frame until then).
-	open bool
-	// relay sessions get the agent's JSON lines embedded as is, and may
-	// send batch frames. Set before the pump starts; read it elsewhere
-	// with isRelay.
-	relay bool
+// hostState is what protocol v1 keeps of a session for its hosts: who is
+// attached (the grace timer runs while nobody is), the input frames
+// applied, and the query running.
+type hostState struct {
+	mu       sync.Mutex
+	attached int
+	grace    *time.Timer
 	// lastInput is the last numbered input frame applied.
 	lastInput uint64
+	// query is the request id of the last query sent.
+	query string
+}
+
+// host is the state of session id, made on first use.
+func (s *Server) host(id string) *hostState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hosts == nil {
+		s.hosts = map[string]*hostState{}
+	}
+	h, ok := s.hosts[id]
+	if !ok {
+		h = &hostState{}
+		s.hosts[id] = h
+	}
+	return h
+}
+
+// attach marks a connection as following session id: its grace timer
+// stops. detach starts it again once nobody follows the session; when it
+// fires, the session is closed.
+func (s *Server) attach(id string) (detach func()) {
+	h := s.host(id)
+	h.mu.Lock()
+	h.attached++
+	if h.grace != nil {
+		h.grace.Stop()
+	}
+	h.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.attached--
+			if h.attached > 0 {
+				return
+			}
+			if h.grace == nil {
+				h.grace = time.AfterFunc(s.gracePeriod(), func() { s.graceExpired(id, h) })
+			} else {
+				h.grace.Reset(s.gracePeriod())
+			}
+		})
+	}
+}
+
+// Close stops every grace timer (the runner is stopping, and ends every
+// session itself).
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, h := range s.hosts {
+		h.mu.Lock()
+		if h.grace != nil {
+			h.grace.Stop()
+		}
+		h.mu.Unlock()
+		delete(s.hosts, id)
+	}
+}
+
+// graceExpired closes a session nobody came back to, and forgets it.
+func (s *Server) graceExpired(id string, h *hostState) {
+	h.mu.Lock()
+	attached := h.attached
+	h.mu.Unlock()
+	if attached > 0 {
+		return
+	}
+	s.forget(id, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Sessions.Close(ctx, id); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+		s.logger().Warn("session not closed after its grace period", "session", id, "err", err)
+		return
+	}
+	s.logger().Info("session closed: no host attached within the grace period", "session", id)
+}
+
+// forget drops a session's state when it is h (a reopened session under
+// the same id has fresh state).
+func (s *Server) forget(id string, h *hostState) {
+	s.mu.Lock()
+	if s.hosts[id] == h {
+		delete(s.hosts, id)
+	}
+	s.mu.Unlock()
 }
 
 // claimInput reports whether input frame n is new, and records it; frames
 // without a number are always new.
-func (t *turnState) claimInput(n uint64) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+func (h *hostState) claimInput(n uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if n == 0 {
 		return true
 	}
-	if n <= t.lastInput {
+	if n <= h.lastInput {
 		return false
 	}
-	t.lastInput = n
+	h.lastInput = n
 	return true
 }
 
-func (t *turnState) inputSeq() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.lastInput
+func (h *hostState) inputSeq() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastInput
 }
 
-func (t *turnState) setRelay(relay bool) {
-	t.mu.Lock()
-	t.relay = relay
-	t.mu.Unlock()
+func (h *hostState) setQuery(id string) {
+	h.mu.Lock()
+	h.query = id
+	h.mu.Unlock()
 }
 
-func (t *turnState) isRelay() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.relay
-}
-
-// begin opens a query's turn, unless one is open: it returns the request
-// id of that one and false.
-func (t *turnState) begin(id string) (running string, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.open {
-		return t.requestID, false
-	}
-	t.requestID, t.open = id, true
-	return "", true
-}
-
-// end closes the open turn, if any.
-func (t *turnState) end() {
-	t.mu.Lock()
-	t.open = false
-	t.mu.Unlock()
-}
-
-func (t *turnState) get() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.requestID
-}
-
-func (s *Server) turn(sess *runner.Session) *turnState {
-	s.turnsMu.Lock()
-	defer s.turnsMu.Unlock()
-	if s.turns == nil {
-		s.turns = map[*runner.Session]*turnState{}
-	}
-	t, ok := s.turns[sess]
-	if !ok {
-		t = &turnState{}
-		s.turns[sess] = t
-	}
-	return t
-}
-
-// turnOf is the session's state without creating it: a session whose
-// pump is gone gets a throwaway one (nothing reads it any more).
-func (s *Server) turnOf(sess *runner.Session) *turnState {
-	s.turnsMu.Lock()
-	defer s.turnsMu.Unlock()
-	if t, ok := s.turns[sess]; ok {
-		return t
-	}
-	return &turnState{}
-}
-
-func (s *Server) forget(sess *runner.Session) {
-	s.turnsMu.Lock()
-	delete(s.turns, sess)
-	s.turnsMu.Unlock()
+func (h *hostState) lastQuery() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.query
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -156,6 +189,13 @@ func (s *Server) maxFrame() int64 {
 		return s.MaxFrameSize
 	}
 	return DefaultMaxFrameSize
+}
+
+func (s *Server) gracePeriod() time.Duration {
+	if s.GracePeriod > 0 {
+		return s.GracePeriod
+	}
+	return DefaultGracePeriod
 }
 
 // ServeHTTP upgrades to WebSocket and runs one connection.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tetherhq/tether/agent"
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
-	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
 )
 
@@ -31,9 +31,13 @@ const minBatchBytes = 16 << 10
 // writeTimeout bounds one write to the host.
 const writeTimeout = 30 * time.Second
 
-// writeEvents sends the session's frames after `after`, then live ones.
-func (c *conn) writeEvents(ctx context.Context, sess *runner.Session, after uint64) error {
-	for group, err := range sess.EventGroups(ctx, after, groupFrames, groupBytes) {
+// writeEvents sends the session's frames after `after`, then live ones,
+// until the session has ended (errSessionOver) or ctx ends.
+func (c *conn) writeEvents(ctx context.Context, id string, after uint64) error {
+	p := newProjector(c.relay, func(turnID string, before uint64) string { return c.findRequest(ctx, id, turnID, before) })
+	var frames []frame
+	var scratch []byte
+	for group, err := range c.srv.Sessions.EventGroups(ctx, id, after, groupFrames) {
 		if err != nil {
 			code := v1.CodeInternal
 			if errors.Is(err, eventlog.ErrAhead) {
@@ -42,7 +46,11 @@ func (c *conn) writeEvents(ctx context.Context, sess *runner.Session, after uint
 			c.sendError(ctx, "", code, err.Error())
 			return err
 		}
-		if err := c.writeGroup(ctx, group); err != nil {
+		frames, scratch = c.project(p, group, frames[:0], scratch[:0])
+		if len(frames) == 0 {
+			continue
+		}
+		if err := c.writeGroup(ctx, frames); err != nil {
 			return err
 		}
 	}
@@ -52,13 +60,31 @@ func (c *conn) writeEvents(ctx context.Context, sess *runner.Session, after uint
 	return errSessionOver
 }
 
-// writeGroup sends a group of logged frames in one write, within
-// writeTimeout and ctx: past either the connection is closed, as a
-// WebSocket write whose context ends closes it. The group's messages are
-// written under one watch of ctx, not one each (a WebSocket write with a
-// context that can end arms and disarms a watch of its own every time,
-// which costs more than writing a seed client's frame).
-func (c *conn) writeGroup(ctx context.Context, group []eventlog.Event) error {
+// frame is one frame to send, without its seq.
+type frame struct {
+	seq  uint64
+	data []byte
+}
+
+// project makes the group's frames, back to back in scratch.
+func (c *conn) project(p *projector, group []agent.Event, frames []frame, scratch []byte) ([]frame, []byte) {
+	for i := range group {
+		start := len(scratch)
+		var ok bool
+		if scratch, ok = p.frame(scratch, &group[i]); ok {
+			frames = append(frames, frame{seq: uint64(group[i].Seq), data: scratch[start:len(scratch):len(scratch)]})
+		}
+	}
+	return frames, scratch
+}
+
+// writeGroup sends a group of frames in one write, within writeTimeout
+// and ctx: past either the connection is closed, as a WebSocket write
+// whose context ends closes it. The group's messages are written under
+// one watch of ctx, not one each (a WebSocket write with a context that
+// can end arms and disarms a watch of its own every time, which costs
+// more than writing a seed client's frame).
+func (c *conn) writeGroup(ctx context.Context, group []frame) error {
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	watch := context.AfterFunc(ctx, func() { _ = c.ws.CloseNow() })
@@ -80,19 +106,19 @@ func (c *conn) writeGroup(ctx context.Context, group []eventlog.Event) error {
 
 // full reports whether a group was cut at its bounds, which means more
 // frames were waiting behind it.
-func full(group []eventlog.Event) bool {
+func full(group []frame) bool {
 	if len(group) >= groupFrames {
 		return true
 	}
 	size := 0
-	for _, ev := range group {
-		size += len(ev.Payload)
+	for _, f := range group {
+		size += len(f.data)
 	}
 	return size >= groupBytes/2
 }
 
 // writeMessages writes the group's messages, all but the last gathered.
-func (c *conn) writeMessages(ctx context.Context, group []eventlog.Event) error {
+func (c *conn) writeMessages(ctx context.Context, group []frame) error {
 	for len(group) > 0 {
 		n := c.encode(group)
 		group = group[n:]
@@ -110,18 +136,18 @@ func (c *conn) writeMessages(ctx context.Context, group []eventlog.Event) error 
 // encode puts the next message into c.buf and returns how many of the
 // group's events it carries: the first event's frame, or for a host that
 // reads batches, a batch of the first events.
-func (c *conn) encode(group []eventlog.Event) int {
+func (c *conn) encode(group []frame) int {
 	n, size := 1, 0
 	if c.batch {
 		n, size = batchRun(group, c.batchBytes)
 	}
 	if n == 1 {
-		c.buf = v1.WithSeq(c.buf[:0], group[0].Payload, group[0].Seq)
+		c.buf = v1.WithSeq(c.buf[:0], group[0].data, group[0].seq)
 		return 1
 	}
 	c.items = c.items[:0]
-	for _, ev := range group[:n] {
-		c.items = append(c.items, ev.Payload)
+	for _, f := range group[:n] {
+		c.items = append(c.items, f.data)
 	}
 	need := size
 	if size > keepBuf/4 {
@@ -129,7 +155,7 @@ func (c *conn) encode(group []eventlog.Event) int {
 		// as batches grow and each larger one would allocate again.
 		need = max(size, c.batchBytes)
 	}
-	c.buf = v1.AppendBatch(sized(c.buf, need), group[0].Seq, c.items)
+	c.buf = v1.AppendBatch(sized(c.buf, need), group[0].seq, c.items)
 	clear(c.items)
 	return n
 }
@@ -141,14 +167,15 @@ const (
 	batchFrameOverhead = 2
 )
 
-// batchRun returns how many of the first events one batch frame carries,
-// and its size: events with consecutive seqs (the log has no gaps; this
-// keeps a batch honest), within limit bytes, at least one.
-func batchRun(group []eventlog.Event, limit int) (n, size int) {
+// batchRun returns how many of the first frames one batch frame carries,
+// and its size: frames with consecutive seqs (a batch numbers its frames
+// on from its seq; events that make no frame leave gaps), within limit
+// bytes, at least one.
+func batchRun(group []frame, limit int) (n, size int) {
 	size = batchOverhead
-	for i, ev := range group {
-		next := size + len(ev.Payload) + batchFrameOverhead
-		if i > 0 && (ev.Seq != group[0].Seq+uint64(i) || next > limit) {
+	for i, f := range group {
+		next := size + len(f.data) + batchFrameOverhead
+		if i > 0 && (f.seq != group[0].seq+uint64(i) || next > limit) {
 			return i, size
 		}
 		size = next

@@ -17,7 +17,6 @@ import (
 	"github.com/coder/websocket"
 
 	v1 "github.com/tetherhq/tether/protocol/runnerv1"
-	"github.com/tetherhq/tether/runner/eventlog"
 )
 
 // stallConn is a host that stops reading: after the upgrade response,
@@ -82,9 +81,9 @@ func TestWriteGroupEndsWithItsContext(t *testing.T) {
 	}
 	defer ws.CloseNow()
 	c := &conn{ws: ws, wire: gw.conn, batchBytes: minBatchBytes}
-	group := []eventlog.Event{
-		{Seq: 1, Payload: []byte(`{"type":"message","request_id":"q","payload":"a"}`)},
-		{Seq: 2, Payload: []byte(`{"type":"message","request_id":"q","payload":"b"}`)},
+	group := []frame{
+		{seq: 1, data: []byte(`{"type":"message","request_id":"q","payload":"a"}`)},
+		{seq: 2, data: []byte(`{"type":"message","request_id":"q","payload":"b"}`)},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -108,14 +107,14 @@ func TestWriterKeepsItsBufferWhileBehind(t *testing.T) {
 	payload := func(seq uint64) []byte {
 		return []byte(`{"type":"message","request_id":"q","message":{"type":"assistant","n":` + strconv.FormatUint(seq, 10) + `,"pad":"` + strings.Repeat("x", 400) + `"}}`)
 	}
-	group := func(first uint64, n int) []eventlog.Event {
-		g := make([]eventlog.Event, n)
+	group := func(first uint64, n int) []frame {
+		g := make([]frame, n)
 		for i := range g {
-			g[i] = eventlog.Event{Seq: first + uint64(i), Payload: payload(first + uint64(i))}
+			g[i] = frame{seq: first + uint64(i), data: payload(first + uint64(i))}
 		}
 		return g
 	}
-	groups := [][]eventlog.Event{group(1, groupFrames), group(1+groupFrames, 3)}
+	groups := [][]frame{group(1, groupFrames), group(1+groupFrames, 3)}
 	var caps []int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gw := &gatherWriter{ResponseWriter: w}

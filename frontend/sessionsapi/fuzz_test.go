@@ -37,7 +37,7 @@ func FuzzStreamCursor(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if err := m.Prompt(ctx, info.ID, "hello"); err != nil {
+	if err := m.Prompt(ctx, info.ID, agent.Prompt{Text: "hello"}); err != nil {
 		f.Fatal(err)
 	}
 	for got, err := range m.Events(ctx, info.ID, 0) {

@@ -142,7 +142,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.Prompt != "" {
-		if err := a.m.Prompt(r.Context(), info.ID, body.Prompt); err != nil {
+		if err := a.m.Prompt(r.Context(), info.ID, agent.Prompt{Text: body.Prompt}); err != nil {
 			a.fail(w, err)
 			return
 		}
@@ -167,8 +167,13 @@ func (a *api) close(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// promptBody is POST /v1/sessions/{id}/prompt.
+type promptBody struct {
+	Text string `json:"text"`
+}
+
 func (a *api) prompt(w http.ResponseWriter, r *http.Request) {
-	var body agent.Prompt
+	var body promptBody
 	if !readJSON(w, r, &body) {
 		return
 	}
@@ -176,7 +181,7 @@ func (a *api) prompt(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "text is required")
 		return
 	}
-	if err := a.m.Prompt(r.Context(), r.PathValue("id"), body.Text); err != nil {
+	if err := a.m.Prompt(r.Context(), r.PathValue("id"), agent.Prompt{Text: body.Text}); err != nil {
 		a.fail(w, err)
 		return
 	}

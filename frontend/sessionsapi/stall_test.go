@@ -99,7 +99,7 @@ func flood(ctx context.Context, t *testing.T, m *sessions.Manager, done func() b
 	prompt := "flood " + strings.Repeat("x", 2000)
 	for !done() && ctx.Err() == nil {
 		for _, id := range ids {
-			if err := m.Prompt(ctx, id, prompt); err != nil && !errors.Is(err, agent.ErrTurnInProgress) {
+			if err := m.Prompt(ctx, id, agent.Prompt{Text: prompt}); err != nil && !errors.Is(err, agent.ErrTurnInProgress) {
 				t.Fatal(err)
 			}
 		}

@@ -88,7 +88,7 @@ func (r *run) emitOne(at time.Time, e Event) {
 func (r *run) pump(ctx context.Context, prompt, action string) {
 	defer close(r.done)
 	r.emit(r.s.cfg.Now(), r.mapper.ev("lifecycle", "action", action))
-	if err := r.s.cfg.Sessions.Prompt(ctx, r.sessionID, prompt); err != nil {
+	if err := r.s.cfg.Sessions.Prompt(ctx, r.sessionID, agent.Prompt{Text: prompt}); err != nil {
 		r.emit(r.s.cfg.Now(), r.mapper.ev("error", "severity", "critical", "message", clip("the agent did not take the prompt: "+err.Error()),
 			"category", "internal", "recoverable", false))
 		r.setStatus(StatusError)

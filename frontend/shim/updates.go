@@ -32,11 +32,11 @@ func (s *Server) deliver(ctx context.Context, text string) string {
 		r.mu.Unlock()
 		switch {
 		case inTurn:
-			if err := s.cfg.Sessions.Steer(ctx, r.sessionID, text); err == nil {
+			if err := s.cfg.Sessions.Steer(ctx, r.sessionID, agent.Prompt{Text: text}); err == nil {
 				return deliveredSteered
 			}
 		case idle:
-			if err := s.cfg.Sessions.Prompt(ctx, r.sessionID, text); err == nil {
+			if err := s.cfg.Sessions.Prompt(ctx, r.sessionID, agent.Prompt{Text: text}); err == nil {
 				r.setStatus(StatusRunning)
 				return deliveredTurn
 			} else if !errors.Is(err, agent.ErrTurnInProgress) {
@@ -82,7 +82,7 @@ func (s *Server) followUp(ctx context.Context, r *run) bool {
 	if text == "" {
 		return false
 	}
-	if err := s.cfg.Sessions.Prompt(ctx, r.sessionID, text); err != nil {
+	if err := s.cfg.Sessions.Prompt(ctx, r.sessionID, agent.Prompt{Text: text}); err != nil {
 		s.qmu.Lock()
 		s.queued = append([]string{text}, s.queued...)
 		s.qmu.Unlock()

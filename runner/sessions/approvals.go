@@ -57,8 +57,8 @@ func (m *Manager) checkScope(sessionID string, scope agent.Scope) error {
 	if err != nil {
 		return nil // an ended session's approval: the store answers
 	}
-	if !slices.Contains(m.cfg.Drivers[s.info.Agent].Capabilities().Scopes, scope) {
-		return &agent.UnsupportedError{Agent: s.info.Agent, Capability: "allow with scope " + string(scope)}
+	if !slices.Contains(m.cfg.Drivers[s.rec.Agent].Capabilities().Scopes, scope) {
+		return &agent.UnsupportedError{Agent: s.rec.Agent, Capability: "allow with scope " + string(scope)}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,4 +153,101 @@ func (m *Manager) Diff(ctx context.Context, id string) ([]agent.FileChange, erro
 		}
 	}
 	return changes, nil
+}
+
+// EventGroups is Events in groups, for a reader that writes what is ready
+// at once (a replay from the log, a burst of live events) in one go: each
+// group holds at most max events, in seq order, and is the reader's only
+// until it asks for the next.
+func (m *Manager) EventGroups(ctx context.Context, id string, after uint64, max int) iter.Seq2[[]agent.Event, error] {
+	max = cmp.Or(max, 1)
+	return func(yield func([]agent.Event, error) bool) {
+		group := make([]agent.Event, 0, min(max, 64))
+		flush := func() bool {
+			if len(group) == 0 {
+				return true
+			}
+			ok := yield(group, nil)
+			clear(group)
+			group = group[:0]
+			return ok
+		}
+		fail := func(err error) { yield(nil, err) }
+		s, err := m.get(id)
+		if err != nil {
+			fail(err)
+			return
+		}
+		collect := func(e agent.Event, err error) bool {
+			if err != nil {
+				flush()
+				fail(err)
+				return false
+			}
+			group = append(group, e)
+			return len(group) < max || flush()
+		}
+		for {
+			sub := s.subscribe()
+			var ok bool
+			if after, ok = m.replay(ctx, id, after, collect); !ok {
+				s.unsubscribe(sub)
+				return
+			}
+			if !flush() {
+				s.unsubscribe(sub)
+				return
+			}
+			if !m.liveGroups(ctx, s, sub, &after, max, &group, flush, fail) {
+				return
+			}
+			if !s.lagged(sub) {
+				m.replay(ctx, id, after, collect)
+				flush()
+				return
+			}
+		}
+	}
+}
+
+// liveGroups is live for EventGroups: after each event it waits for, it
+// takes what else the subscription already holds, up to max.
+func (m *Manager) liveGroups(ctx context.Context, s *session, sub *subscriber, after *uint64, max int,
+	group *[]agent.Event, flush func() bool, fail func(error)) bool {
+	take := func(e agent.Event) {
+		if uint64(e.Seq) > *after {
+			*after = uint64(e.Seq)
+			*group = append(*group, e)
+		}
+	}
+	for {
+		select {
+		case e, open := <-sub.ch:
+			if !open {
+				return flush()
+			}
+			take(e)
+		more:
+			for len(*group) < max {
+				select {
+				case e, open := <-sub.ch:
+					if !open {
+						return flush()
+					}
+					take(e)
+				default:
+					break more
+				}
+			}
+			if !flush() {
+				s.unsubscribe(sub)
+				return false
+			}
+		case <-ctx.Done():
+			s.unsubscribe(sub)
+			flush()
+			fail(ctx.Err())
+			return false
+		}
+	}
 }

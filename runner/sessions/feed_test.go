@@ -54,10 +54,10 @@ func TestFeedFromMemoryAndLog(t *testing.T) {
 				before := mustGet(t, m, info.ID).LastSeq
 				// The state turns idle a moment before turn.completed is
 				// logged: the last turn may still be ending.
-				err := m.Prompt(c, info.ID, "again")
+				err := m.Prompt(c, info.ID, agent.Prompt{Text: "again"})
 				for errors.Is(err, agent.ErrTurnInProgress) {
 					time.Sleep(100 * time.Microsecond)
-					err = m.Prompt(c, info.ID, "again")
+					err = m.Prompt(c, info.ID, agent.Prompt{Text: "again"})
 				}
 				if err != nil {
 					t.Error(err)

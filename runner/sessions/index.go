@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// index keeps each session's Info in a file of its own (<dir>/<id>.json,
+// index keeps each session's record in a file of its own (<dir>/<id>.json,
 // replaced whole on every change), so a restarted runner still lists its
 // sessions, serves their logged events, and knows which ones it left
 // running. A nil index keeps nothing.
@@ -28,11 +28,11 @@ func openIndex(dir string) (*index, error) {
 
 // save records info; the write is atomic (a temporary file renamed over
 // the old one), so a crash leaves the old record or the new, never half.
-func (x *index) save(info Info) error {
+func (x *index) save(rec record) error {
 	if x == nil {
 		return nil
 	}
-	data, err := json.Marshal(info)
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (x *index) save(info Info) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("sessions: index: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(x.dir, info.ID+".json")); err != nil {
+	if err := os.Rename(tmp.Name(), filepath.Join(x.dir, rec.ID+".json")); err != nil {
 		return fmt.Errorf("sessions: index: %w", err)
 	}
 	return nil
@@ -60,7 +60,7 @@ func (x *index) save(info Info) error {
 
 // load reads every record. A record that cannot be read is reported in
 // the error and skipped; the others still load.
-func (x *index) load() ([]Info, error) {
+func (x *index) load() ([]record, error) {
 	if x == nil {
 		return nil, nil
 	}
@@ -68,7 +68,7 @@ func (x *index) load() ([]Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sessions: index: %w", err)
 	}
-	var out []Info
+	var out []record
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
@@ -79,18 +79,18 @@ func (x *index) load() ([]Info, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		var info Info
+		var rec record
 		if err == nil {
-			err = json.Unmarshal(data, &info)
+			err = json.Unmarshal(data, &rec)
 		}
-		if err == nil && info.ID+".json" != name {
+		if err == nil && rec.ID+".json" != name {
 			err = errors.New("its id is not its name")
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sessions: index record %s: %w", name, err))
 			continue
 		}
-		out = append(out, info)
+		out = append(out, rec)
 	}
 	return out, errors.Join(errs...)
 }

@@ -44,6 +44,16 @@ var (
 	ErrAgentStart = errors.New("sessions: the agent did not start")
 	// ErrInvalidRequest: a request that contradicts itself.
 	ErrInvalidRequest = errors.New("sessions: invalid request")
+	// ErrTooManySessions: Config.MaxSessions sessions are live.
+	ErrTooManySessions = errors.New("sessions: too many sessions")
+	// ErrWorkspace: the session's workspace repository could not be made,
+	// so it cannot keep its history; the session ends.
+	ErrWorkspace = errors.New("sessions: workspace preparation failed")
+	// ErrAhead: a reopen names a seq past the session's log by more than
+	// a crash can lose.
+	ErrAhead = errors.New("sessions: the client is ahead of the session's log")
+	// ErrLive: a reopen names a session that is still live.
+	ErrLive = errors.New("sessions: the session is live")
 )
 
 // Config assembles a Manager. Drivers, Workspaces, Log and Approvals are
@@ -60,6 +70,8 @@ type Config struct {
 	// ApprovalTimeout is how long an approval waits before its default
 	// (deny) applies; zero means it waits until its session ends.
 	ApprovalTimeout time.Duration
+	// MaxSessions bounds the live sessions (0: no bound).
+	MaxSessions int
 	// IndexDir, when set, keeps a record of every session there, so a
 	// restarted runner lists its sessions, serves their events, and ends
 	// in their logs the ones it left running (with their approvals
@@ -93,6 +105,11 @@ type Info struct {
 	LastSeq uint64 `json:"last_seq"`
 	// TurnID is the running turn's, while one runs.
 	TurnID string `json:"turn_id,omitempty"`
+	// Native: the session's client speaks the agent's own protocol
+	// (protocol v1), and its events carry every line of the agent's;
+	// Relay: the control side of it too.
+	Native bool `json:"native,omitempty"`
+	Relay  bool `json:"relay,omitempty"`
 }
 
 // CreateRequest starts a session.
@@ -106,6 +123,18 @@ type CreateRequest struct {
 	Fork bool
 	// Options are the driver's own start options (agent.StartRequest's).
 	Options json.RawMessage
+	// Native and Relay are agent.StartRequest's: a client that speaks the
+	// agent's own protocol (protocol v1). A native session's id is the
+	// agent's conversation id where the agent lets it be chosen.
+	Native, Relay bool
+}
+
+// record is what the index keeps of a session: its Info, and what a
+// reopen starts its agent with again.
+type record struct {
+	Info
+	Model   string          `json:"model,omitempty"`
+	Options json.RawMessage `json:"options,omitempty"`
 }
 
 // Manager runs canonical sessions. Its methods are safe for concurrent
@@ -114,12 +143,13 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	closing  bool
-	wg       sync.WaitGroup
-	feed     *feed
-	index    *index
+	mu        sync.Mutex
+	sessions  map[string]*session
+	liveCount int // sessions started and not yet ended (MaxSessions)
+	closing   bool
+	wg        sync.WaitGroup
+	feed      *feed
+	index     *index
 }
 
 // New checks cfg and returns a Manager.
@@ -188,68 +218,193 @@ func (m *Manager) Agents() map[string]agent.Capabilities {
 func (m *Manager) Unavailable() map[string]string { return maps.Clone(m.cfg.Unavailable) }
 
 // Create starts a session: it takes the workspace, starts the agent and
-// begins logging its events.
+// begins logging its events; the workspace's repository and its "before"
+// snapshot are made meanwhile (see Prompt).
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
-	d, ok := m.cfg.Drivers[req.Agent]
-	if !ok {
-		if why, known := m.cfg.Unavailable[req.Agent]; known {
-			return Info{}, fmt.Errorf("%w: %s is not available on this runner: %s", ErrUnknownAgent, req.Agent, why)
-		}
-		return Info{}, fmt.Errorf("%w: %q (have %v)", ErrUnknownAgent, req.Agent, m.agentNames())
+	d, err := m.driver(req.Agent)
+	if err != nil {
+		return Info{}, err
 	}
-	if req.Fork && req.Resume == "" {
+	caps := d.Capabilities()
+	switch {
+	case req.Fork && req.Resume == "":
 		return Info{}, fmt.Errorf("%w: fork needs the conversation to fork (resume)", ErrInvalidRequest)
-	}
-	if caps := d.Capabilities(); (req.Resume != "" && !caps.Resume) || (req.Fork && !caps.Fork) {
+	case (req.Native || req.Relay) && !caps.Native:
+		return Info{}, &agent.UnsupportedError{Agent: req.Agent, Capability: "native sessions"}
+	case (req.Resume != "" && !caps.Resume) || (req.Fork && !caps.Fork):
 		what := map[bool]string{true: "fork", false: "resume"}[req.Fork]
 		return Info{}, &agent.UnsupportedError{Agent: req.Agent, Capability: what}
 	}
-	m.mu.Lock()
-	closing := m.closing
-	m.mu.Unlock()
-	if closing {
-		return Info{}, ErrShuttingDown
-	}
-	ws, err := m.cfg.Workspaces.Claim(ctx, req.WorkspaceID)
-	if err != nil {
-		return Info{}, err
-	}
-	home, err := m.cfg.Workspaces.Home(req.WorkspaceID)
-	if err != nil {
-		ws.Release()
-		return Info{}, err
-	}
 	id := newID()
-	// The workspace as the session found it: the session's diff is what
-	// changed since (whatever the agent reports, or fails to).
-	before, err := ws.Snapshot(ctx, "tether: before session "+id)
-	if err != nil {
-		m.log.Warn("workspace snapshot failed: the session's diff is the agent's own", "session", id, "agent", req.Agent, "err", err)
+	start := agent.StartRequest{Resume: req.Resume, Fork: req.Fork, Model: req.Model, Options: req.Options,
+		Native: req.Native || req.Relay, Relay: req.Relay}
+	if start.Native && req.Resume == "" {
+		id = newNativeID()
+		start.NativeID = id
 	}
-	agentSession, err := d.Start(ctx, agent.StartRequest{Workspace: ws.Path(), Home: home, Resume: req.Resume, Fork: req.Fork, Model: req.Model, Options: req.Options})
-	m.cfg.Observer.AgentStarted(req.Agent, err)
+	rec := record{Info: Info{ID: id, Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle, Created: m.cfg.Now(),
+		Native: start.Native, Relay: req.Relay}, Model: req.Model, Options: req.Options}
+	s, err := m.start(ctx, d, rec, start)
+	if err != nil {
+		return Info{}, err
+	}
+	return s.snapshot(), nil
+}
+
+// Reopen starts a session that has ended again, under its id and in its
+// workspace: its agent resumes the conversation (its native id), and its
+// log goes on from its last seq. lastSeq is the last seq the client saw:
+// a crash may have lost the events after the log's end, and the log then
+// numbers on after lastSeq, so no seq is given twice. A native session
+// keeps being one; relay says whether its client speaks the control side
+// this time.
+func (m *Manager) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool) (Info, error) {
+	if m.ShuttingDown() {
+		return Info{}, ErrShuttingDown // before the log, which may be closed already
+	}
+	old, err := m.get(id)
+	if err != nil {
+		return Info{}, err
+	}
+	old.mu.Lock()
+	rec, ended := old.rec, old.ended
+	old.mu.Unlock()
+	if !ended {
+		return Info{}, fmt.Errorf("%w: %s", ErrLive, id)
+	}
+	select { // its workspace is let go once its pump is done
+	case <-old.done:
+	case <-ctx.Done():
+		return Info{}, ctx.Err()
+	}
+	d, err := m.driver(rec.Agent)
+	if err != nil {
+		return Info{}, err
+	}
+	if !d.Capabilities().Resume || rec.NativeID == "" {
+		return Info{}, &agent.UnsupportedError{Agent: rec.Agent, Capability: "resume"}
+	}
+	if err := m.skipTo(id, lastSeq); err != nil {
+		return Info{}, err
+	}
+	rec.Relay = relay && rec.Native
+	rec.State, rec.TurnID = StateIdle, ""
+	s, err := m.start(ctx, d, rec, agent.StartRequest{Resume: rec.NativeID, Model: rec.Model, Options: rec.Options,
+		Native: rec.Native, Relay: rec.Relay})
+	if err != nil {
+		return Info{}, err
+	}
+	return s.snapshot(), nil
+}
+
+// skipTo leaves a gap in session id's log up to seq, when a crash lost
+// the events a client saw there (at most what a crash can lose).
+func (m *Manager) skipTo(id string, seq uint64) error {
+	if seq == 0 {
+		return nil
+	}
+	last, err := m.cfg.Log.Last(id)
+	if err != nil || seq <= last {
+		return err
+	}
+	if err := m.cfg.Log.Skip(id, seq); err != nil {
+		if errors.Is(err, eventlog.ErrAhead) {
+			return fmt.Errorf("%w: %w", ErrAhead, err)
+		}
+		return err
+	}
+	m.log.Warn("a client saw events the log lost in a crash; numbering goes on after them",
+		"session", id, "log_last", last, "client_last", seq)
+	return nil
+}
+
+// driver is the driver of kind, or why there is none.
+func (m *Manager) driver(kind string) (agent.Driver, error) {
+	d, ok := m.cfg.Drivers[kind]
+	if ok {
+		return d, nil
+	}
+	if why, known := m.cfg.Unavailable[kind]; known {
+		return nil, fmt.Errorf("%w: %s is not available on this runner: %s", ErrUnknownAgent, kind, why)
+	}
+	return nil, fmt.Errorf("%w: %q (have %v)", ErrUnknownAgent, kind, m.agentNames())
+}
+
+// start claims the workspace, starts the agent and the pump of a session
+// (new, or reopened over an ended one of the same id).
+func (m *Manager) start(ctx context.Context, d agent.Driver, rec record, req agent.StartRequest) (*session, error) {
+	if err := m.reserve(); err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			m.unreserve()
+		}
+	}()
+	ws, err := m.cfg.Workspaces.Claim(ctx, rec.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	home, err := m.cfg.Workspaces.Home(rec.WorkspaceID)
 	if err != nil {
 		ws.Release()
-		m.log.Error("agent did not start", "session", id, "agent", req.Agent, "workspace", req.WorkspaceID, "err", err)
-		return Info{}, fmt.Errorf("%w: %s: %w", ErrAgentStart, req.Agent, err)
+		return nil, err
 	}
-	s := newSession(m, Info{ID: id, Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle,
-		Created: m.cfg.Now(), NativeID: agentSession.NativeID()}, agentSession, ws)
-	s.before = before
+	id := rec.ID
+	req.Workspace, req.Home = ws.Path(), home
+	req.Claim = func(r agent.Resolution) (agent.Resolution, error) { return m.cfg.Approvals.Resolve(id, r) }
+	prep := prepareWorkspace(ws, id, m.log)
+	agentSession, err := d.Start(ctx, req)
+	m.cfg.Observer.AgentStarted(rec.Agent, err)
+	if err != nil {
+		prep.abandon()
+		ws.Release()
+		m.log.Error("agent did not start", "session", id, "agent", rec.Agent, "workspace", rec.WorkspaceID, "err", err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrAgentStart, rec.Agent, err)
+	}
+	rec.NativeID = agentSession.NativeID()
+	if last, err := m.cfg.Log.Last(id); err == nil {
+		rec.LastSeq = last
+	}
+	s := newSession(m, rec, agentSession, ws, prep)
 	m.mu.Lock()
 	if m.closing {
 		m.mu.Unlock()
 		_ = agentSession.Close()
+		prep.abandon()
 		ws.Release()
-		return Info{}, ErrShuttingDown
+		return nil, ErrShuttingDown
 	}
-	m.sessions[s.info.ID] = s
+	m.sessions[id] = s
 	m.wg.Add(1)
+	started = true
 	m.mu.Unlock()
 	s.save()
 	go s.pump()
-	m.log.Info("session started", "session", s.info.ID, "agent", req.Agent, "workspace", req.WorkspaceID)
-	return s.snapshot(), nil
+	m.log.Info("session started", "session", id, "agent", rec.Agent, "workspace", rec.WorkspaceID, "resumed", req.Resume != "")
+	return s, nil
+}
+
+// reserve takes a live session's slot under MaxSessions (unreserve, or
+// the session's end, gives it back).
+func (m *Manager) reserve() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.closing:
+		return ErrShuttingDown
+	case m.cfg.MaxSessions > 0 && m.liveCount >= m.cfg.MaxSessions:
+		return fmt.Errorf("%w: %d are live", ErrTooManySessions, m.liveCount)
+	}
+	m.liveCount++
+	return nil
+}
+
+func (m *Manager) unreserve() {
+	m.mu.Lock()
+	m.liveCount--
+	m.mu.Unlock()
 }
 
 func (m *Manager) agentNames() []string {
@@ -298,9 +453,12 @@ func (m *Manager) List() []Info {
 
 // Prompt starts a turn; once a shutdown has begun, it is
 // ErrShuttingDown.
-func (m *Manager) Prompt(ctx context.Context, id, text string) error {
+func (m *Manager) Prompt(ctx context.Context, id string, p agent.Prompt) error {
 	s, err := m.get(id)
 	if err != nil {
+		return err
+	}
+	if err := s.prepared(ctx); err != nil {
 		return err
 	}
 	// Noted under mu: a Drain that begins after sees the turn coming.
@@ -311,11 +469,55 @@ func (m *Manager) Prompt(ctx context.Context, id, text string) error {
 	}
 	s.awaitTurn()
 	m.mu.Unlock()
-	if err := s.agent.Prompt(ctx, agent.Prompt{Text: text}); err != nil {
+	if err := s.agent.Prompt(ctx, p); err != nil {
 		s.turnRefused()
 		return err
 	}
 	return nil
+}
+
+// native is the session's agent as a native session: one started for a
+// client that speaks the agent's protocol.
+func (m *Manager) native(ctx context.Context, id string) (*session, agent.NativeSession, error) {
+	s, err := m.get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, ok := s.agent.(agent.NativeSession)
+	if !ok || !s.rec.Native {
+		return nil, nil, &agent.UnsupportedError{Agent: s.rec.Agent, Capability: "native input"}
+	}
+	if err := s.prepared(ctx); err != nil {
+		return nil, nil, err
+	}
+	return s, ns, nil
+}
+
+// Input writes a line of the agent's own protocol from a native client
+// (as the agent's driver allows it). A user line that starts a turn is a
+// turn as a prompt is: a shutdown's grace waits for it.
+func (m *Manager) Input(ctx context.Context, id string, line []byte) error {
+	_, ns, err := m.native(ctx, id)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	closing := m.closing
+	m.mu.Unlock()
+	if closing {
+		return ErrShuttingDown
+	}
+	return ns.Input(ctx, line)
+}
+
+// Control sends a control request of the agent's own protocol for a
+// native client and returns the agent's answer.
+func (m *Manager) Control(ctx context.Context, id, subtype string, params json.RawMessage) (json.RawMessage, error) {
+	_, ns, err := m.native(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return ns.Control(ctx, subtype, params)
 }
 
 // Interrupt stops the session's turn.
@@ -334,6 +536,15 @@ func (m *Manager) Close(ctx context.Context, id string) error {
 		return err
 	}
 	return s.close(ctx)
+}
+
+// ShuttingDown reports whether a shutdown (or its grace) has begun: a
+// session that ends now ends because the runner stops, and may be
+// reopened later.
+func (m *Manager) ShuttingDown() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closing
 }
 
 // Drain begins a graceful stop: from now on no session is created and no
@@ -385,4 +596,14 @@ func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "ses_" + hex.EncodeToString(b[:])
+}
+
+// newNativeID is a native session's id: a UUID (version 4), the form
+// Claude Code takes for a conversation's id.
+func newNativeID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

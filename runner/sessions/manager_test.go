@@ -146,7 +146,7 @@ func TestSessionLifecycle(t *testing.T) {
 		t.Fatal("a second session took a busy workspace")
 	}
 	live := follow(t, m, info.ID, 0)
-	if err := m.Prompt(ctx(t), info.ID, "hello"); err != nil {
+	if err := m.Prompt(ctx(t), info.ID, agent.Prompt{Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	var seen []agent.Event
@@ -218,7 +218,7 @@ func TestApprovalExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := follow(t, m, info.ID, 0)
-	if err := m.Prompt(ctx(t), info.ID, "hello"); err != nil {
+	if err := m.Prompt(ctx(t), info.ID, agent.Prompt{Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	var seen []agent.Event
@@ -354,7 +354,7 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m1.Prompt(ctx(t), info.ID, "hello"); err != nil {
+	if err := m1.Prompt(ctx(t), info.ID, agent.Prompt{Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	var before []agent.Event
@@ -433,7 +433,7 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 		if pending, _ := m2.Approvals(); len(pending) != 0 {
 			t.Fatalf("still pending: %+v", pending)
 		}
-		if err := m2.Prompt(ctx(t), info.ID, "again"); !errors.Is(err, agent.ErrSessionEnded) {
+		if err := m2.Prompt(ctx(t), info.ID, agent.Prompt{Text: "again"}); !errors.Is(err, agent.ErrSessionEnded) {
 			t.Fatalf("prompt to an ended session: %v", err)
 		}
 		if _, err := m2.Diff(ctx(t), info.ID); err != nil {

@@ -52,7 +52,7 @@ func TestPanicEndsOnlyItsSession(t *testing.T) {
 	var seen []agent.Event
 	events := follow(t, m, bad.ID, 0)
 	until(t, events, agent.KindSessionStarted, &seen)
-	if err := m.Prompt(ctx(t), bad.ID, "hello"); err != nil {
+	if err := m.Prompt(ctx(t), bad.ID, agent.Prompt{Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	turn := until(t, events, agent.KindTurnCompleted, &seen)
@@ -75,7 +75,7 @@ func TestPanicEndsOnlyItsSession(t *testing.T) {
 	seen = nil
 	goodEvents := follow(t, m, good.ID, 0)
 	until(t, goodEvents, agent.KindSessionStarted, &seen)
-	if err := m.Prompt(ctx(t), good.ID, "hello"); err != nil {
+	if err := m.Prompt(ctx(t), good.ID, agent.Prompt{Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	if done := until(t, goodEvents, agent.KindTurnCompleted, &seen); done.Turn.Status != agent.TurnCompleted {

@@ -21,11 +21,11 @@ const restartReason = "the runner restarted"
 // run, and a client following it must see it end rather than wait
 // forever.
 func (m *Manager) recover() error {
-	infos, err := m.index.load()
+	recs, err := m.index.load()
 	if err != nil {
 		m.log.Warn("sessions index", "err", err) // the readable records still load
 	}
-	if len(infos) == 0 {
+	if len(recs) == 0 {
 		return nil
 	}
 	pending, err := m.cfg.Approvals.Pending()
@@ -36,17 +36,17 @@ func (m *Manager) recover() error {
 	for _, rec := range pending {
 		bySession[rec.Approval.SessionID] = append(bySession[rec.Approval.SessionID], rec)
 	}
-	for _, info := range infos {
-		if info.State != StateEnded {
-			if err := m.endOrphan(&info, bySession[info.ID]); err != nil {
+	for _, rec := range recs {
+		if rec.State != StateEnded {
+			if err := m.endOrphan(&rec, bySession[rec.ID]); err != nil {
 				return err
 			}
-			m.log.Info("session of an earlier run ended", "session", info.ID, "agent", info.Agent)
+			m.log.Info("session of an earlier run ended", "session", rec.ID, "agent", rec.Agent)
 		}
-		if last, err := m.cfg.Log.Last(info.ID); err == nil {
-			info.LastSeq = last
+		if last, err := m.cfg.Log.Last(rec.ID); err == nil {
+			rec.LastSeq = last
 		}
-		m.sessions[info.ID] = pastSession(m, info)
+		m.sessions[rec.ID] = pastSession(m, rec)
 	}
 	return nil
 }
@@ -54,7 +54,8 @@ func (m *Manager) recover() error {
 // endOrphan logs the end of a session an earlier run left going and
 // records it as ended: what a shutdown would have logged, had there been
 // one.
-func (m *Manager) endOrphan(info *Info, pending []approvals.Record) error {
+func (m *Manager) endOrphan(rec *record, pending []approvals.Record) error {
+	info := &rec.Info
 	ctx := context.Background()
 	now := m.cfg.Now()
 	open, err := m.openWork(ctx, info.ID)
@@ -99,7 +100,7 @@ func (m *Manager) endOrphan(info *Info, pending []approvals.Record) error {
 		}
 	}
 	info.State, info.TurnID = StateEnded, ""
-	return m.index.save(*info)
+	return m.index.save(*rec)
 }
 
 // openWork is what a session's log leaves open: the items started and not
@@ -223,8 +224,8 @@ func (w *openWork) completions() []agent.Event {
 
 // pastSession is a session of an earlier run: ended, its events in the
 // log, no agent behind it.
-func pastSession(m *Manager, info Info) *session {
-	s := newSession(m, info, endedAgent{}, nil)
+func pastSession(m *Manager, rec record) *session {
+	s := newSession(m, rec, endedAgent{}, nil, nil)
 	s.ended = true
 	close(s.done)
 	return s

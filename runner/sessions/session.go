@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,12 +18,13 @@ type session struct {
 	m     *Manager
 	agent agent.Session
 	ws    *workspace.Workspace
-	// before is the workspace's snapshot from before the session, which
-	// its diff is taken against; empty when there is none.
-	before string
+	// prep is the workspace's repository and its snapshot from before the
+	// session, which its diff is taken against (nil for a session of an
+	// earlier run).
+	prep *preparation
 
-	mu   sync.Mutex
-	info Info
+	mu  sync.Mutex
+	rec record
 	// subs are readers following live: each logged event is handed to
 	// them from memory, so a live reader never waits on the log's disk.
 	subs  map[*subscriber]bool
@@ -35,8 +37,8 @@ type session struct {
 	closing sync.Once
 }
 
-func newSession(m *Manager, info Info, a agent.Session, ws *workspace.Workspace) *session {
-	s := &session{m: m, agent: a, ws: ws, info: info, done: make(chan struct{}), idle: make(chan struct{}),
+func newSession(m *Manager, rec record, a agent.Session, ws *workspace.Workspace, prep *preparation) *session {
+	s := &session{m: m, agent: a, ws: ws, rec: rec, prep: prep, done: make(chan struct{}), idle: make(chan struct{}),
 		subs: map[*subscriber]bool{}}
 	s.updateIdleLocked()
 	return s
@@ -45,22 +47,30 @@ func newSession(m *Manager, info Info, a agent.Session, ws *workspace.Workspace)
 func (s *session) snapshot() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.info
+	return s.rec.Info
 }
 
 // pump logs every event of the agent, in order, before anyone can read
-// it, and keeps the session's approvals and state in step.
+// it, and keeps the session's approvals and state in step. The session's
+// end is logged last: after the workspace's "after" snapshot and the
+// settling of what still waits for a decision, so a client that sees it
+// sees a session whose work is kept.
 func (s *session) pump() {
 	defer s.m.wg.Done()
 	defer close(s.done)
-	defer s.release()
-	reason, failure := s.relay(context.Background())
+	ctx := context.Background()
+	end := s.relay(ctx)
+	s.release()
 	// Whatever still waits for a decision can no longer be acted on.
-	if _, err := s.m.cfg.Approvals.ResolveSession(s.info.ID, agent.CauseTurnEnded, "the session ended"); err != nil {
-		s.m.log.Warn("approvals of an ended session", "session", s.info.ID, "agent", s.info.Agent, "err", err)
+	if _, err := s.m.cfg.Approvals.ResolveSession(s.rec.ID, agent.CauseTurnEnded, "the session ended"); err != nil {
+		s.m.log.Warn("approvals of an ended session", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
+	}
+	s.track(ctx, &end)
+	if err := s.append(ctx, &end); err != nil {
+		s.m.log.Error("session end not logged", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
 	}
 	s.mu.Lock()
-	s.info.State, s.info.TurnID = StateEnded, ""
+	s.rec.State, s.rec.TurnID = StateEnded, ""
 	s.ended, s.awaited = true, 0
 	s.updateIdleLocked()
 	for sub := range s.subs { // everything was handed over: the end
@@ -69,68 +79,79 @@ func (s *session) pump() {
 	}
 	s.mu.Unlock()
 	s.save()
-	if failure != nil {
-		s.m.log.Error("session ended", "session", s.info.ID, "agent", s.info.Agent, "reason", reason,
-			"code", failure.Code, "err", failure.Message)
+	reason := end.Session.Reason
+	if end.Error != nil {
+		s.m.log.Error("session ended", "session", s.rec.ID, "agent", s.rec.Agent, "reason", reason,
+			"code", end.Error.Code, "err", end.Error.Message)
 		return
 	}
-	s.m.log.Info("session ended", "session", s.info.ID, "agent", s.info.Agent, "reason", reason)
+	s.m.log.Info("session ended", "session", s.rec.ID, "agent", s.rec.Agent, "reason", reason)
 }
 
-// relay logs the agent's events until its session.ended (or the end of
-// its events), and says why the session ended and, if it failed, what
-// ended it. A panic while relaying ends this session as failed, its agent
-// closed, instead of the runner.
-func (s *session) relay(ctx context.Context) (reason string, failure *agent.Error) {
-	defer safe.Recover(s.m.log.With("session", s.info.ID, "agent", s.info.Agent), "session pump", func(p *safe.PanicError) {
-		reason, failure = "error", &agent.Error{Code: agent.ErrorInternal, Message: p.Error()}
+// relay logs the agent's events up to its session.ended, which it
+// returns unlogged; one whose events end without it gets one made up,
+// the agent's failure in it. A panic while relaying ends this session as
+// failed, its agent closed, instead of the runner.
+func (s *session) relay(ctx context.Context) (end agent.Event) {
+	ended := func(why *agent.Error) agent.Event {
+		return agent.Event{Kind: agent.KindSessionEnded, SessionID: s.rec.ID, Time: s.m.cfg.Now(), Error: why,
+			Session: &agent.SessionInfo{Agent: s.rec.Agent, NativeID: s.agent.NativeID(), Reason: "exited"}}
+	}
+	defer safe.Recover(s.m.log.With("session", s.rec.ID, "agent", s.rec.Agent), "session pump", func(p *safe.PanicError) {
+		failure := &agent.Error{Code: agent.ErrorInternal, Message: p.Error()}
 		_ = s.agent.Close()
-		s.endInLog(ctx, failure)
+		s.failTurn(ctx, failure)
+		end = ended(failure)
+		end.Session.Reason = "error"
 	})
 	for e, err := range s.agent.Events(ctx) {
 		if err != nil {
-			s.m.log.Warn("session events failed", "session", s.info.ID, "agent", s.info.Agent, "err", err)
-			break
+			s.m.log.Warn("session events failed", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
+			failure := &agent.Error{Code: agent.ErrorAgentExit, Message: err.Error()}
+			s.failTurn(ctx, failure)
+			return ended(failure)
+		}
+		if e.Kind == agent.KindSessionEnded {
+			if e.Session == nil {
+				e.Session = &agent.SessionInfo{Agent: s.rec.Agent, Reason: "exited"}
+			}
+			return e
 		}
 		s.track(ctx, &e)
 		if err := s.append(ctx, &e); err != nil {
-			s.m.log.Error("session event not logged", "session", s.info.ID, "agent", s.info.Agent, "kind", e.Kind, "err", err)
-		}
-		if e.Kind == agent.KindSessionEnded {
-			if e.Session != nil {
-				reason = e.Session.Reason
-			}
-			return reason, e.Error
+			s.m.log.Error("session event not logged", "session", s.rec.ID, "agent", s.rec.Agent, "kind", e.Kind, "err", err)
 		}
 	}
-	return reason, nil
+	failure := &agent.Error{Code: agent.ErrorAgentExit, Message: "the agent's events ended without its session's end"}
+	s.failTurn(ctx, failure)
+	return ended(failure)
 }
 
-// endInLog logs the end of a session whose agent can no longer say it:
-// its open turn failed, then session.ended, both with failure.
-func (s *session) endInLog(ctx context.Context, failure *agent.Error) {
-	var ends []agent.Event
-	if info := s.snapshot(); info.State == StateRunning && info.TurnID != "" {
-		ends = append(ends, agent.Event{Kind: agent.KindTurnCompleted, TurnID: info.TurnID,
-			Turn: &agent.TurnInfo{Status: agent.TurnFailed}, Error: failure})
+// failTurn logs the failure of a turn still open, for a session whose
+// agent can no longer end it.
+func (s *session) failTurn(ctx context.Context, failure *agent.Error) {
+	info := s.snapshot()
+	if info.State != StateRunning || info.TurnID == "" {
+		return
 	}
-	ends = append(ends, agent.Event{Kind: agent.KindSessionEnded,
-		Session: &agent.SessionInfo{Agent: s.info.Agent, NativeID: s.agent.NativeID(), Reason: "error"}, Error: failure})
-	for _, e := range ends {
-		e.SessionID, e.Time = s.info.ID, time.Now()
-		if err := s.append(ctx, &e); err != nil {
-			s.m.log.Error("session end not logged", "session", s.info.ID, "agent", s.info.Agent, "err", err)
-			return
-		}
+	e := agent.Event{Kind: agent.KindTurnCompleted, SessionID: s.rec.ID, TurnID: info.TurnID, Time: s.m.cfg.Now(),
+		Turn: &agent.TurnInfo{Status: agent.TurnFailed}, Error: failure}
+	s.track(ctx, &e)
+	if err := s.append(ctx, &e); err != nil {
+		s.m.log.Error("turn failure not logged", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
 	}
 }
 
-// release snapshots the workspace as the session left it and lets it go.
+// release snapshots the workspace as the session left it and lets it go,
+// and the session's slot under MaxSessions. A session whose workspace was
+// never prepared gets no snapshot.
 func (s *session) release() {
-	if s.before != "" {
+	defer s.m.unreserve()
+	<-s.prep.done // bounded by the git timeout; the session owns it
+	if s.prep.before != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if _, err := s.ws.Snapshot(ctx, "tether: after session "+s.info.ID); err != nil {
-			s.m.log.Warn("workspace snapshot failed", "session", s.info.ID, "agent", s.info.Agent, "err", err)
+		if _, err := s.ws.Snapshot(ctx, "tether: after session "+s.rec.ID); err != nil {
+			s.m.log.Warn("workspace snapshot failed", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
 		}
 		cancel()
 	}
@@ -140,10 +161,13 @@ func (s *session) release() {
 // diff is what changed in the workspace since the session began, while
 // the session holds it; ok is false without a snapshot to compare with.
 func (s *session) diff(ctx context.Context) (changes []agent.FileChange, ok bool, err error) {
-	if s.before == "" {
+	if s.prep == nil {
 		return nil, false, nil
 	}
-	files, err := s.ws.Diff(ctx, s.before)
+	if err := s.prepared(ctx); err != nil || s.prep.before == "" {
+		return nil, false, nil
+	}
+	files, err := s.ws.Diff(ctx, s.prep.before)
 	if errors.Is(err, workspace.ErrReleased) {
 		return nil, false, nil // ended: the log and the agent answer
 	}
@@ -163,13 +187,13 @@ func (s *session) diff(ctx context.Context) (changes []agent.FileChange, ok bool
 
 // track updates state and approvals from one event.
 func (s *session) track(ctx context.Context, e *agent.Event) {
-	e.SessionID = s.info.ID
+	e.SessionID = s.rec.ID
 	switch e.Kind {
 	case agent.KindSessionStarted:
 		if e.Session != nil && e.Session.NativeID != "" {
 			s.mu.Lock()
-			changed := s.info.NativeID != e.Session.NativeID
-			s.info.NativeID = e.Session.NativeID
+			changed := s.rec.NativeID != e.Session.NativeID
+			s.rec.NativeID = e.Session.NativeID
 			s.mu.Unlock()
 			if changed {
 				s.save()
@@ -181,34 +205,36 @@ func (s *session) track(ctx context.Context, e *agent.Event) {
 		s.setState(StateIdle, "")
 	case agent.KindApprovalRequested:
 		a := *e.Approval
-		a.SessionID, a.Agent = s.info.ID, s.info.Agent
+		a.SessionID, a.Agent = s.rec.ID, s.rec.Agent
 		if s.m.cfg.ApprovalTimeout > 0 && a.Expires.IsZero() {
 			a.Expires, a.Default = a.Created.Add(s.m.cfg.ApprovalTimeout), agent.Deny
 		}
 		e.Approval = &a
 		if err := s.m.cfg.Approvals.Add(a); err != nil {
-			s.m.log.Error("approval not recorded", "session", s.info.ID, "agent", s.info.Agent, "approval", a.ID, "err", err)
+			s.m.log.Error("approval not recorded", "session", s.rec.ID, "agent", s.rec.Agent, "approval", a.ID, "err", err)
 		}
 	case agent.KindApprovalResolved:
 		// The agent settled it (an interrupt, say): the store learns it,
 		// unless a client's answer came first, which stands.
-		if _, err := s.m.cfg.Approvals.Resolve(s.info.ID, *e.Resolution); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) {
-			s.m.log.Warn("approval resolution not recorded", "session", s.info.ID, "agent", s.info.Agent, "err", err)
+		if _, err := s.m.cfg.Approvals.Resolve(s.rec.ID, *e.Resolution); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) {
+			s.m.log.Warn("approval resolution not recorded", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
 		}
 	}
 }
 
 func (s *session) setState(st State, turn string) {
 	s.mu.Lock()
-	if s.info.State != StateEnded {
-		s.info.State, s.info.TurnID = st, turn
+	if s.rec.State != StateEnded {
+		s.rec.State, s.rec.TurnID = st, turn
 	}
 	if st == StateRunning {
 		s.awaited = 0 // the turn a prompt was accepted for has started
 	}
 	s.updateIdleLocked()
 	s.mu.Unlock()
-	s.save()
+	// Not saved: a turn's start and end are in the log, which a restart
+	// reads (see openWork), and a save's fsync here would hold up every
+	// reader of the turn's first and last events.
 }
 
 // awaitTurn notes a prompt about to be handed to the agent; turnRefused
@@ -229,7 +255,7 @@ func (s *session) turnRefused() {
 
 // updateIdleLocked opens or closes idle as the session is busy or not.
 func (s *session) updateIdleLocked() {
-	busy := !s.ended && (s.info.State == StateRunning || s.awaited > 0)
+	busy := !s.ended && (s.rec.State == StateRunning || s.awaited > 0)
 	select {
 	case <-s.idle:
 		if busy {
@@ -260,7 +286,7 @@ func (s *session) finishTurn(ctx context.Context) {
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptWait)
 	defer cancel()
 	if err := s.agent.Interrupt(ictx); err != nil {
-		s.m.log.Warn("turn not interrupted at shutdown", "session", s.info.ID, "agent", s.info.Agent, "err", err)
+		s.m.log.Warn("turn not interrupted at shutdown", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
 		return // its close ends it
 	}
 	select {
@@ -269,21 +295,44 @@ func (s *session) finishTurn(ctx context.Context) {
 	}
 }
 
-// save records the session's Info in the index.
+// prepared waits until the workspace is ready for the agent to change it:
+// its repository made and the "before" snapshot taken. Everything from a
+// client that reaches the agent waits for it. A repository that could not
+// be made ends the session: it could not keep its history (ErrWorkspace).
+func (s *session) prepared(ctx context.Context) error {
+	if s.prep == nil {
+		return nil
+	}
+	select {
+	case <-s.prep.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if s.prep.err != nil {
+		go s.close(context.Background())
+		return fmt.Errorf("%w: %w", ErrWorkspace, s.prep.err)
+	}
+	return nil
+}
+
+// save records the session in the index.
 func (s *session) save() {
-	if err := s.m.index.save(s.snapshot()); err != nil {
-		s.m.log.Warn("session not recorded in the index", "session", s.info.ID, "agent", s.info.Agent, "err", err)
+	s.mu.Lock()
+	rec := s.rec
+	s.mu.Unlock()
+	if err := s.m.index.save(rec); err != nil {
+		s.m.log.Warn("session not recorded in the index", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
 	}
 }
 
 // append logs the event with its seq and wakes live readers.
 func (s *session) append(ctx context.Context, e *agent.Event) error {
-	seq, err := s.m.logEvent(ctx, s.info.Agent, s.info.ID, e)
+	seq, err := s.m.logEvent(ctx, s.rec.Agent, s.rec.ID, e)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.info.LastSeq = seq
+	s.rec.LastSeq = seq
 	for sub := range s.subs {
 		select {
 		case sub.ch <- *e:

@@ -8,10 +8,13 @@ import (
 
 // Steer adds text to the session's running turn, where its agent can
 // (*agent.UnsupportedError where it cannot, agent.ErrNoTurn with no turn).
-func (m *Manager) Steer(ctx context.Context, id, text string) error {
+func (m *Manager) Steer(ctx context.Context, id string, p agent.Prompt) error {
 	s, err := m.get(id)
 	if err != nil {
 		return err
 	}
-	return s.agent.Steer(ctx, agent.Prompt{Text: text})
+	if err := s.prepared(ctx); err != nil {
+		return err
+	}
+	return s.agent.Steer(ctx, p)
 }

@@ -16,13 +16,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/internal/testing/runnertest"
-	v1 "github.com/tetherhq/tether/protocol/runnerv1"
-	"github.com/tetherhq/tether/runner"
 	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
 )
 
 func TestMain(m *testing.M) {
@@ -34,12 +34,12 @@ func TestMain(m *testing.M) {
 
 // testRunner is a runner on loopback whose agent is the mock CLI.
 type testRunner struct {
-	t      *testing.T
-	addr   string // host:port
-	runner *runner.Runner
-	log    *eventlog.Log
-	root   string
-	stop   func() // shuts the runner down (also at cleanup)
+	t    *testing.T
+	addr string // host:port
+	core *runnertest.Core
+	log  *eventlog.Log
+	root string
+	stop func() // shuts the runner down (also at cleanup)
 }
 
 type runnerOpts struct {
@@ -64,12 +64,13 @@ func startRunner(t *testing.T, o runnerOpts) *testRunner {
 	if o.grace == 0 {
 		o.grace = time.Minute
 	}
-	core, err := runnertest.NewCore(dir, claudecli.Config{CLIPath: os.Args[0], ShutdownGrace: 500 * time.Millisecond, Env: env}, o.grace)
+	core, err := runnertest.NewCore(dir, claudecli.Config{CLIPath: os.Args[0], ShutdownGrace: 500 * time.Millisecond, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, elog := core.Runner, core.Log
-	var h http.Handler = &protov1.Server{Runner: r, PingInterval: time.Second}
+	elog := core.Log
+	v1s := &protov1.Server{Sessions: core.Sessions, GracePeriod: o.grace, PingInterval: time.Second}
+	var h http.Handler = v1s
 	if o.wrap != nil {
 		h = o.wrap(h)
 	}
@@ -79,22 +80,21 @@ func startRunner(t *testing.T, o runnerOpts) *testRunner {
 	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
+		v1s.Close()
+		core.Sessions.Drain(ctx)
+		if err := core.Close(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 		srv.Close()
-		if err := elog.Close(); err != nil {
-			t.Errorf("event log close: %v", err)
-		}
 	})
 	t.Cleanup(stop)
-	return &testRunner{t: t, addr: strings.TrimPrefix(srv.URL, "http://"), runner: r, log: elog, root: dir, stop: stop}
+	return &testRunner{t: t, addr: strings.TrimPrefix(srv.URL, "http://"), core: core, log: elog, root: dir, stop: stop}
 }
 
 func (tr *testRunner) url() string { return "ws://" + tr.addr + "/sessions" }
 
-// payloads is what the log holds for a session: the agent lines of its
-// message frames, in order.
+// payloads is what the log holds for a session: the agent's lines, each
+// on the event it made, in order.
 func (tr *testRunner) payloads(id string) []string {
 	tr.t.Helper()
 	var out []string
@@ -102,12 +102,12 @@ func (tr *testRunner) payloads(id string) []string {
 		if err != nil {
 			tr.t.Fatal(err)
 		}
-		f, err := v1.Decode(ev.Payload)
+		e, err := agent.ParseEvent(ev.Payload)
 		if err != nil {
-			tr.t.Fatalf("logged frame %d: %v", ev.Seq, err)
+			tr.t.Fatalf("logged event %d: %v", ev.Seq, err)
 		}
-		if m, ok := f.(v1.Message); ok {
-			out = append(out, string(m.AgentLine()))
+		if len(e.Raw) > 0 && e.Raw[0] == '{' {
+			out = append(out, string(e.Raw))
 		}
 	}
 	return out
@@ -378,4 +378,10 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// live reports whether session id is live (not ended).
+func (tr *testRunner) live(id string) bool {
+	info, err := tr.core.Sessions.Get(id)
+	return err == nil && info.State != sessions.StateEnded
 }

@@ -128,7 +128,7 @@ func TestSDKOverRunner(t *testing.T) {
 	if err := client.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, live := tr.runner.Lookup(client.SessionID()); live {
+	if tr.live(client.SessionID()) {
 		t.Fatal("session still live after Close (stop)")
 	}
 	if _, err := os.Stat(filepath.Join(tr.workspaceDir("basic"), "hello.txt")); err != nil {
@@ -305,7 +305,7 @@ func TestSDKResumesRestartedSession(t *testing.T) {
 	px.setPaused(true)
 	px.killAll()
 	eventually(t, 20*time.Second, "the session to end after the grace period", func() bool {
-		_, live := tr.runner.Lookup(id)
+		live := tr.live(id)
 		return !live
 	})
 	logged := sdkLines(tr.payloads(id))
@@ -315,7 +315,7 @@ func TestSDKResumesRestartedSession(t *testing.T) {
 	px.setPaused(false)
 	raws = append(raws, receiveTurn(t, ctx, client, nil)...)
 	checkSame(t, raws, logged)
-	if _, live := tr.runner.Lookup(id); !live {
+	if live := tr.live(id); !live {
 		t.Fatal("the session was not restarted")
 	}
 	if got := health.get(); len(got) < 2 || got[len(got)-1] != remote.Healthy {

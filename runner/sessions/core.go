@@ -1,0 +1,55 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/approvals"
+)
+
+// Core is the session core as its front ends see it: the one seam every
+// front end takes (protocol v1, the sessions API and its console, Mast,
+// the shim), so a test can hand one a fake and a fleet a core that lives
+// on other runners. *Manager is the core of one runner. What only the
+// core's owner does (Drain, Shutdown, Expire) is not part of it.
+type Core interface {
+	// Agents lists the agent kinds offered and what each can do;
+	// Unavailable the kinds known but not offered, and why.
+	Agents() map[string]agent.Capabilities
+	Unavailable() map[string]string
+
+	Create(ctx context.Context, req CreateRequest) (Info, error)
+	Reopen(ctx context.Context, id string, lastSeq uint64, relay bool) (Info, error)
+	Get(id string) (Info, error)
+	List() []Info
+	Close(ctx context.Context, id string) error
+	// ShuttingDown: no session or turn is taken any more.
+	ShuttingDown() bool
+
+	Prompt(ctx context.Context, id string, p agent.Prompt) error
+	Steer(ctx context.Context, id string, p agent.Prompt) error
+	Interrupt(ctx context.Context, id string) error
+	// Input and Control are a native client's: the agent's own protocol.
+	Input(ctx context.Context, id string, line []byte) error
+	Control(ctx context.Context, id, subtype string, params json.RawMessage) (json.RawMessage, error)
+
+	// Events yields a session's events after seq `after`, then live ones,
+	// until the session has ended; Feed every session's, in the order
+	// they were logged, from a position of the runner-wide feed.
+	Events(ctx context.Context, id string, after uint64) iter.Seq2[agent.Event, error]
+	// EventGroups is Events in groups of what was ready together, at
+	// most max each: for a reader that writes a burst at once.
+	EventGroups(ctx context.Context, id string, after uint64, max int) iter.Seq2[[]agent.Event, error]
+	Feed(ctx context.Context, after uint64) iter.Seq2[FeedEvent, error]
+	FeedStart() (uint64, error)
+	FeedEnd() (uint64, error)
+
+	Approvals() ([]approvals.Record, error)
+	Resolve(ctx context.Context, sessionID string, r agent.Resolution) (agent.Resolution, error)
+	Messages(ctx context.Context, id string) ([]agent.Item, error)
+	Diff(ctx context.Context, id string) ([]agent.FileChange, error)
+}
+
+var _ Core = (*Manager)(nil)
