@@ -71,9 +71,16 @@ type SessionInfo struct {
 	NativeID string `json:"native_id,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Cwd      string `json:"cwd,omitempty"`
-	// Reason says why a session ended: closed, exited, killed, failed.
+	// Reason says why a session ended: closed, exited, killed, failed,
+	// or ReasonRestarted.
 	Reason string `json:"reason,omitempty"`
 }
+
+// ReasonRestarted ends a session the runner left running when it
+// stopped without a shutdown (a crash, kill -9): its agent went with the
+// runner, its conversation lives on in the agent's own store, and a
+// reopen continues it.
+const ReasonRestarted = "restarted"
 
 // TurnStatus is how a turn ended.
 type TurnStatus string

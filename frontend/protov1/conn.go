@@ -67,6 +67,9 @@ func (c *conn) run(request context.Context) {
 	}
 	opened.Store(true)
 	id := info.ID
+	if !resumed {
+		c.srv.fresh(id)
+	}
 	// A relay session's lines are embedded as they are, whoever reads
 	// them; batches are an extension of relay sessions, for hosts that
 	// speak it and ask.

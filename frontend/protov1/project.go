@@ -17,7 +17,7 @@ import (
 //     failed or was interrupted), except for a turn the CLI died in:
 //     the session's end says that;
 //   - session.ended with an error (the CLI exited) is an error frame
-//     agent_exited.
+//     agent_exited; not when a runner's restart ended it.
 //
 // Every other event (a turn's start, an approval, a delta the host reads
 // in its own line) makes no frame: the host sees seqs rise past it.
@@ -57,7 +57,9 @@ func (p *projector) frame(dst []byte, e *agent.Event) ([]byte, bool) {
 		done, _ := v1.Encode(v1.Done{RequestID: request, Reason: reason})
 		return append(dst, done...), true
 	case agent.KindSessionEnded:
-		if e.Error == nil || e.Error.Code != agent.ErrorAgentExit {
+		// A runner's restart ended the session with its agent: the host
+		// that comes back reopens it (its SDK ends the lost turn itself).
+		if e.Error == nil || e.Error.Code != agent.ErrorAgentExit || e.Session.Reason == agent.ReasonRestarted {
 			return dst, false
 		}
 		failed, _ := v1.Encode(v1.Error{RequestID: request, Code: v1.CodeAgentExited, Details: e.Error.Message})

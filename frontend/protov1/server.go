@@ -72,6 +72,25 @@ func (s *Server) host(id string) *hostState {
 	return h
 }
 
+// fresh gives session id new state: its agent has just started (a new
+// session, or one started again), and knows none of the input frames an
+// earlier agent was given.
+func (s *Server) fresh(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.hosts[id]; ok {
+		h.mu.Lock()
+		if h.grace != nil {
+			h.grace.Stop()
+		}
+		h.mu.Unlock()
+	}
+	if s.hosts == nil {
+		s.hosts = map[string]*hostState{}
+	}
+	s.hosts[id] = &hostState{}
+}
+
 // attach marks a connection as following session id: its grace timer
 // stops. detach starts it again once nobody follows the session; when it
 // fires, the session is closed.

@@ -89,7 +89,7 @@ func (m *Manager) endOrphan(rec *record, pending []approvals.Record) error {
 			Turn: &agent.TurnInfo{Status: agent.TurnFailed}, Error: lost})
 	}
 	events = append(events, agent.Event{Kind: agent.KindSessionEnded,
-		Session: &agent.SessionInfo{Agent: info.Agent, NativeID: info.NativeID, Reason: "exited"}, Error: lost})
+		Session: &agent.SessionInfo{Agent: info.Agent, NativeID: info.NativeID, Reason: agent.ReasonRestarted}, Error: lost})
 	for _, e := range events {
 		e.SessionID, e.Time = info.ID, now
 		if _, err := m.logEvent(ctx, info.Agent, info.ID, &e); err != nil {
