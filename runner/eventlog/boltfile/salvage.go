@@ -19,6 +19,9 @@ type File struct {
 	root uint64
 	// reached has a bit for each page a walk read (see Unreached).
 	reached []uint64
+	// previous is the root of the tree as the transaction before left it,
+	// 0 when there is none to read, or it is the one in use.
+	previous uint64
 	// Note says what Open had to pass over to find a root, "" when
 	// nothing.
 	Note string
@@ -42,10 +45,14 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 	ps := &pages{src: src, pageSize: h.pageSize, hwm: hwm}
 	f := &File{ps: ps, root: h.meta.root, reached: make([]uint64, (hwm+63)/64)}
 	f.reached[0] |= 3
+	older := h.older != nil && h.older.pageSize == h.meta.pageSize && readable(ps, h.older.root)
 	_, rootErr := ps.read(h.meta.root)
 	switch {
 	case rootErr == nil:
-	case h.older != nil && h.older.pageSize == h.meta.pageSize && readable(ps, h.older.root):
+		if older {
+			f.previous = h.older.root
+		}
+	case older:
 		f.root = h.older.root
 		f.Note = fmt.Sprintf("its newest root is unusable (%v), so this is the file as its previous transaction left it", rootErr)
 	default:
@@ -90,6 +97,19 @@ func OpenPath(path string) (*File, *os.File, error) {
 
 // Root is the file's root bucket, which holds its top-level buckets.
 func (f *File) Root() *Bucket { return &Bucket{f: f, ref: bucketRef{root: f.root}} }
+
+// Previous is the root bucket as the file's transaction before the last
+// one left it, nil when there is none to read. bbolt writes a transaction
+// into pages the one before did not use, and reuses those it frees only
+// in a later one, so that tree is whole but for damage from outside:
+// what the last transaction's pages held, lost, is there as it was one
+// transaction earlier.
+func (f *File) Previous() *Bucket {
+	if f.previous == 0 {
+		return nil
+	}
+	return &Bucket{f: f, ref: bucketRef{root: f.previous}}
+}
 
 // Bucket is a bucket of a File.
 type Bucket struct {
