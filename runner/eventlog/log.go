@@ -32,6 +32,12 @@
 // retention emptying the bucket. Per-session metadata sits beside
 // the events.
 //
+// bbolt trusts the file it maps, and panics (or the process dies of
+// SIGBUS) on a damaged one, so Open checks every page of the file's tree
+// first (package boltfile) and refuses a damaged file with a
+// *DamagedError; Salvage saves what can still be read of it into a new
+// log.
+//
 // The API is kept small (Append, Read, Sync, First/Last, Skip, Meta,
 // Delete, Compact) so that it can become an interface when a later backend, for
 // example a distributed one, needs to sit behind it.

@@ -5,11 +5,12 @@
 // reference it finds, so one overwritten page makes it panic ("page
 // expected to be …"), some of them on a goroutine of its own where nothing
 // can recover, and a file cut short makes the process die of SIGBUS when
-// it reads past the end. Check reads the file the way bbolt will, with
-// plain reads (pread) that fail instead of faulting, and says what is
-// wrong before bbolt is given the file; OpenChecked does so under bbolt's
-// own lock. Salvage reads what can still be read of a damaged file,
-// passing over the pages that cannot: Open, then Bucket.Walk.
+// it reads past the end. Check reads the file the way bbolt will, but
+// checks that the file holds each page before it reads it, and says what
+// is wrong before bbolt is given the file; OpenChecked does so under
+// bbolt's own lock. To salvage what can still be read of a damaged file,
+// Open it, then Walk its buckets: pages that cannot be read are passed
+// over, and reads that fail (pread) are errors, never faults.
 package boltfile
 
 import (

@@ -11,8 +11,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// ErrInUse is returned by Check and Open for a file another process holds
-// open for writing.
+// ErrInUse is returned by Check and OpenPath for a file another process
+// holds open for writing.
 var ErrInUse = errors.New("boltfile: file is in use")
 
 // lockRetry is how often a lock held by another process is tried again
@@ -26,8 +26,8 @@ const lockRetry = 50 * time.Millisecond
 // (0: for ever, negative: not at all) and failing with bbolt's ErrTimeout,
 // so that no other process writes the file while it is checked; it hands
 // the file to bbolt locked, and bbolt locks it again, which flock grants
-// on the same open file. Nothing here maps the file, so a file cut short
-// is an error, never a fault.
+// on the same open file. A file cut short is an error, never a fault (see
+// checkMapped).
 func OpenChecked(timeout time.Duration, sentinel error) func(string, int, os.FileMode) (*os.File, error) {
 	return func(path string, flag int, mode os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(path, flag, mode)

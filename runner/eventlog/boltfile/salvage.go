@@ -42,6 +42,9 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 	if h.older != nil {
 		hwm = max(hwm, h.older.pgid)
 	}
+	// Pages past the end of a file cut short cannot be read anyway: they
+	// take no room here.
+	hwm = min(hwm, uint64(max(size, 0))/h.pageSize+1)
 	ps := &pages{src: src, pageSize: h.pageSize, hwm: hwm}
 	f := &File{ps: ps, root: h.meta.root, reached: make([]uint64, (hwm+63)/64)}
 	f.reached[0] |= 3
