@@ -199,6 +199,9 @@ func sessionLine(s eventlog.SessionSalvage) string {
 	if s.LastSeq > 0 {
 		fmt.Fprintf(&b, "; it goes on after %d", s.LastSeq)
 	}
+	if s.Previous {
+		b.WriteString("; some of it as the log was one transaction before its last")
+	}
 	return b.String()
 }
 
