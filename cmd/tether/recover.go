@@ -45,7 +45,7 @@ func newRecoverCmd() *cobra.Command {
 			if data == "" {
 				return errors.New("--data is required: the data directory of the runner, daemon or shim")
 			}
-			r := recoverer{ctx: cmd.Context(), out: cmd.OutOrStdout(), dir: data, replace: replace, now: time.Now()}
+			r := recoverer{ctx: cmd.Context(), out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), dir: data, replace: replace, now: time.Now()}
 			return codeErr(r.run())
 		},
 	}
@@ -58,6 +58,7 @@ func newRecoverCmd() *cobra.Command {
 type recoverer struct {
 	ctx     context.Context
 	out     io.Writer
+	errOut  io.Writer
 	dir     string
 	replace bool
 	now     time.Time
@@ -79,9 +80,9 @@ func (r recoverer) run() int {
 	code := 0
 	var moves []string
 	for _, s := range stores {
-		move, err := r.store(s)
+		move, err := r.recoverStore(s)
 		if err != nil {
-			fmt.Fprintf(r.out, "%v\n", err)
+			fmt.Fprintf(r.errOut, "tether recover: %v\n", err)
 			code = 1
 		}
 		if move != "" {
@@ -95,10 +96,10 @@ func (r recoverer) run() int {
 	return code
 }
 
-// store checks one store, salvages it when it is damaged and, with
+// recoverStore checks one store, salvages it when it is damaged and, with
 // --replace, puts the new file in place. It returns the commands that
 // would put it in place when it did not.
-func (r recoverer) store(s store) (move string, err error) {
+func (r recoverer) recoverStore(s store) (move string, err error) {
 	path := filepath.Join(r.dir, s.file)
 	err = boltfile.Check(path)
 	var damaged *boltfile.DamagedError

@@ -376,7 +376,7 @@ func TestRecoverLeavesWholeStoresAndStoresInUse(t *testing.T) {
 	}
 	defer s.Close()
 	r = tether(t, data, "", cleanEnv(), "recover", "--data", data)
-	if r.code != 1 || !strings.Contains(r.stdout, "approvals.db is in use: stop the tether that runs on") {
+	if r.code != 1 || !strings.Contains(r.stderr, "approvals.db is in use: stop the tether that runs on") {
 		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := tether(t, data, "", cleanEnv(), "recover"); r.code != 2 || !strings.Contains(r.stderr, "--data is required") {
