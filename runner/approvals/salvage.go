@@ -47,8 +47,10 @@ type SessionSalvage struct {
 // one wins). It fails only when it cannot read src at all, nor write
 // dst; a src still in use fails with boltfile.ErrInUse.
 func Salvage(ctx context.Context, src, dst string) (*SalvageReport, error) {
-	if _, err := os.Lstat(dst); !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("approvals: salvage into %s: it exists already (or cannot be checked: %v)", dst, err)
+	if _, err := os.Lstat(dst); err == nil {
+		return nil, fmt.Errorf("approvals: salvage into %s: %w", dst, os.ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("approvals: salvage: %w", err)
 	}
 	f, osf, err := boltfile.OpenPath(src)
 	var unusable *boltfile.DamagedError
@@ -205,6 +207,7 @@ func (s *salvager) write(path string) error {
 		err = cerr
 	}
 	if err != nil {
+		_ = os.Remove(path) // half a store is no use
 		return fmt.Errorf("approvals: salvage into %s: %w", path, err)
 	}
 	for _, ss := range bySession {

@@ -74,11 +74,13 @@ const salvageBatch = 8 << 20
 // session found there may lead to another session's events. Events it
 // could not read become gaps of their session in the new log, so its
 // numbering goes on after the last seq the damaged log had. It fails only
-// when it cannot read src at all, nor write dst; a src still in use fails
-// with boltfile.ErrInUse.
+// when it cannot read src at all, nor write dst (which it then removes); a
+// src still in use fails with boltfile.ErrInUse.
 func Salvage(ctx context.Context, src, dst string) (*SalvageReport, error) {
-	if _, err := os.Lstat(dst); !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("eventlog: salvage into %s: it exists already (or cannot be checked: %v)", dst, err)
+	if _, err := os.Lstat(dst); err == nil {
+		return nil, fmt.Errorf("eventlog: salvage into %s: %w", dst, os.ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("eventlog: salvage: %w", err)
 	}
 	f, osf, err := boltfile.OpenPath(src)
 	var unusable *boltfile.DamagedError
@@ -106,6 +108,7 @@ func Salvage(ctx context.Context, src, dst string) (*SalvageReport, error) {
 		err = fmt.Errorf("eventlog: salvage into %s: %w", dst, cerr)
 	}
 	if err != nil {
+		_ = os.Remove(dst) // half a log is no use
 		return nil, err
 	}
 	return &s.report, nil

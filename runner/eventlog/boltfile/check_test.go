@@ -183,13 +183,11 @@ func readAll(t testing.TB, path string, opts *bolt.Options) int {
 	return n
 }
 
-func checkPath(path string) error { return Check(path) }
-
 func TestCheckAcceptsHealthyFiles(t *testing.T) {
 	for name, opts := range modes {
 		t.Run(name, func(t *testing.T) {
 			path := mixed(t, opts)
-			if err := checkPath(path); err != nil {
+			if err := Check(path); err != nil {
 				t.Fatal(err)
 			}
 			if n := readAll(t, path, opts); n < 2000 {
@@ -197,7 +195,7 @@ func TestCheckAcceptsHealthyFiles(t *testing.T) {
 			}
 			fresh := filepath.Join(t.TempDir(), "fresh.db")
 			build(t, fresh, opts, func(*bolt.Tx) error { return nil })
-			if err := checkPath(fresh); err != nil {
+			if err := Check(fresh); err != nil {
 				t.Fatalf("a new file: %v", err)
 			}
 		})
@@ -206,7 +204,7 @@ func TestCheckAcceptsHealthyFiles(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkPath(empty); err != nil {
+	if err := Check(empty); err != nil {
 		t.Fatalf("an empty file (bbolt makes it a new one): %v", err)
 	}
 }
@@ -224,7 +222,7 @@ func TestCheckFindsEveryOverwrittenPage(t *testing.T) {
 				damagedPath := filepath.Join(t.TempDir(), "damaged.db")
 				copyFile(t, path, damagedPath)
 				overwrite(t, damagedPath, id)
-				err := checkPath(damagedPath)
+				err := Check(damagedPath)
 				tried[typ]++
 				var de *DamagedError
 				switch {
@@ -272,7 +270,7 @@ func TestCheckReasons(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "events.db")
 			copyFile(t, path, p)
 			c.damage(p)
-			err := checkPath(p)
+			err := Check(p)
 			var de *DamagedError
 			if !errors.As(err, &de) || !strings.Contains(de.Reason, c.want) {
 				t.Fatalf("%v, want a reason with %q", err, c.want)
@@ -291,7 +289,7 @@ func TestCheckOneMetaPageIsEnough(t *testing.T) {
 	for _, id := range []int{0, 1} {
 		p := mixed(t, modes["freelist-sync"])
 		overwrite(t, p, id)
-		if err := checkPath(p); err != nil {
+		if err := Check(p); err != nil {
 			t.Fatalf("meta page %d overwritten: %v", id, err)
 		}
 		readAll(t, p, modes["freelist-sync"])
