@@ -263,3 +263,15 @@ func copyFile(t testing.TB, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// An empty file is not damaged: bbolt makes a new store of it.
+func TestOpenEmptyFileIsANewStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "approvals.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, path, &clock{})
+	if err := s.Add(approval("s1", "a1")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -188,3 +188,21 @@ func copyTo(t testing.TB, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// An empty file is not damaged: bbolt makes a new log of it, as of a file
+// that is not there.
+func TestOpenEmptyFileIsANewLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := reopen(t, path, Options{})
+	mustAppend(t, l, "s", []byte("x"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = reopen(t, path, Options{})
+	if last, err := l.Last("s"); err != nil || last != 1 {
+		t.Fatalf("Last after reopen: %d %v", last, err)
+	}
+}
