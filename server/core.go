@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/driver/claudecli"
@@ -85,7 +87,7 @@ func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonica
 	}()
 	if c.log, err = eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log,
 		FlushInterval: cfg.LogCommitWindow, OnCommit: o.onCommit}); err != nil {
-		return c, err
+		return c, withRemedy(err, cfg.DataDir)
 	}
 	if c.workspaces, err = workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")}); err != nil {
 		return c, err
@@ -102,7 +104,7 @@ func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonica
 		claudeMissing, c.claude = err.Error(), &claudecli.Driver{}
 	}
 	if c.approvals, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
-		return c, err
+		return c, withRemedy(err, cfg.DataDir)
 	}
 	// Claude Code under the same policy (CLI, environment, sandbox) as
 	// protocol v1's sessions, and every other agent the runner has: a
@@ -119,6 +121,26 @@ func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonica
 		Workspaces: c.workspaces, Log: c.log, Approvals: c.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
 		IndexDir: filepath.Join(cfg.DataDir, "sessions"), Observer: o.observer})
 	return c, err
+}
+
+// withRemedy completes the error of a damaged event log or approvals
+// store (one sentence: the file, what is wrong) with what the operator can
+// do about it, the command as they would type it.
+func withRemedy(err error, dataDir string) error {
+	var damaged *eventlog.DamagedError // approvals.DamagedError too
+	if errors.As(err, &damaged) {
+		damaged.Remedy = fmt.Sprintf("tether cannot start on it: run `tether recover --data %s` to save what can be read of it into a new file (the damaged one is kept as it is)",
+			shellQuote(dataDir))
+	}
+	return err
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-:@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // close releases what openCanonical opened (the sessions shut down first).

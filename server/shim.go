@@ -226,10 +226,10 @@ func openShimCore(cfg ShimConfig, wsDir, dataDir string, log *slog.Logger) (_ *s
 		return nil, err
 	}
 	if c.log, err = eventlog.Open(filepath.Join(dataDir, "events.db"), eventlog.Options{Logger: log}); err != nil {
-		return nil, err
+		return nil, withRemedy(err, dataDir)
 	}
 	if c.approvals, err = approvals.Open(filepath.Join(dataDir, "approvals.db"), nil); err != nil {
-		return nil, err
+		return nil, withRemedy(err, dataDir)
 	}
 	if c.sessions, err = sessions.New(sessions.Config{Drivers: map[string]agent.Driver{cfg.Agent: d},
 		Workspaces: ws, Log: c.log, Approvals: c.approvals, Logger: log}); err != nil {

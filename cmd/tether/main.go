@@ -72,6 +72,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRunCmd(), newServeCmd(), newVersionCmd(), newMockCmd(),
 		newSessionsCmd(), newApprovalsCmd(), newApproveCmd(), newDenyCmd(), newAttachCmd())
 	root.AddCommand(newShimCmd(), newDaemonCmd())
+	root.AddCommand(newRecoverCmd())
 	return root
 }
 

@@ -20,18 +20,28 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/eventlog/boltfile"
 )
 
 const bucketName = "approvals"
 
 // ErrExists: an approval with that session and id was added already.
 var ErrExists = errors.New("approvals: already recorded")
+
+// ErrDamaged matches the *DamagedError of Open.
+var ErrDamaged = boltfile.ErrDamaged
+
+// DamagedError is the error of Open for a file it cannot use: which file,
+// what is wrong and, once the caller sets Remedy, what to do.
+type DamagedError = boltfile.DamagedError
 
 // Record is an approval and, once decided, its resolution.
 type Record struct {
@@ -52,21 +62,77 @@ type Store struct {
 	waiters map[string][]chan agent.Resolution
 }
 
+// lockTimeout is how long Open waits for a file another store holds.
+const lockTimeout = 2 * time.Second
+
 // Open opens (or creates) the store at path. now is the clock for
-// resolutions and expiry; nil means time.Now.
+// resolutions and expiry; nil means time.Now. A file that is not an
+// approvals store, or is damaged, fails with a *DamagedError (matching
+// ErrDamaged) naming it and what is wrong; Salvage saves what can be read
+// of it.
 func Open(path string, now func() time.Time) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := openBolt(path)
 	if err != nil {
-		return nil, fmt.Errorf("approvals: open %s: %w", path, err)
+		return nil, err
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte(bucketName)); return err }); err != nil {
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte(bucketName))
+		if errors.Is(err, berrors.ErrIncompatibleValue) {
+			return &DamagedError{Path: path, Reason: "it is a bbolt file but not an approvals store (its approvals key is not a bucket)"}
+		}
+		if err != nil {
+			return err
+		}
+		return checkRecords(path, b)
+	})
+	if err != nil {
 		_ = db.Close()
+		var de *DamagedError
+		if errors.As(err, &de) {
+			return nil, de
+		}
 		return nil, fmt.Errorf("approvals: open %s: %w", path, err)
 	}
 	if now == nil {
 		now = time.Now
 	}
 	return &Store{db: db, now: now, waiters: map[string][]chan agent.Resolution{}}, nil
+}
+
+// checkRecords checks that every record decodes: the runner lists them
+// all as it starts, and a record overwritten with garbage would stop it
+// with no word of what to do.
+func checkRecords(path string, b *bolt.Bucket) error {
+	return b.ForEach(func(k, v []byte) error {
+		var r Record
+		if err := json.Unmarshal(v, &r); err != nil {
+			session, id, _ := strings.Cut(string(k), "\x00")
+			return &DamagedError{Path: path, Reason: fmt.Sprintf("the record of approval %q of session %q does not decode (%v)", id, session, err)}
+		}
+		return nil
+	})
+}
+
+// openBolt opens the file with bbolt, checked first under bbolt's lock
+// (bbolt trusts the file it maps). Should a damage the check does not know
+// make bbolt panic on this goroutine, that is a *DamagedError too, and
+// what bbolt had opened stays so until the process, which cannot go on,
+// exits.
+func openBolt(path string) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &DamagedError{Path: path, Reason: fmt.Sprintf("bbolt cannot read it (%v)", r)}
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: boltfile.OpenChecked(lockTimeout, nil)})
+	var de *DamagedError
+	switch {
+	case errors.As(err, &de):
+		return nil, de // it names the file
+	case err != nil:
+		return nil, fmt.Errorf("approvals: open %s: %w", path, err)
+	}
+	return db, nil
 }
 
 // Close closes the file. Waiters still waiting get ErrClosed-like context

@@ -3,8 +3,11 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/tetherhq/tether/runner/eventlog/boltfile"
 )
 
 // Errors returned by the package. They are always wrapped with context
@@ -38,9 +41,30 @@ var (
 	ErrLocked = errors.New("eventlog: file is locked by another log")
 
 	// ErrCorrupt is returned when the file is not an event log or is
-	// damaged.
+	// damaged: by Open (a *DamagedError), and by Read for an event it
+	// cannot decode.
 	ErrCorrupt = errors.New("eventlog: file is corrupt or not an event log")
+
+	// ErrDamaged matches the *DamagedError of Open.
+	ErrDamaged = boltfile.ErrDamaged
 )
+
+// errUnknownFormat is a file of a format this version does not read (a
+// newer version's).
+var errUnknownFormat = errors.New("unknown format")
+
+// DamagedError is the error of Open for a file it cannot use: which file,
+// what is wrong and, once the caller sets Remedy, what to do. Salvage
+// saves what can be read of such a file.
+type DamagedError = boltfile.DamagedError
+
+// damaged is the *DamagedError of a load that failed with err (an
+// ErrCorrupt): its reason is err's text without the sentinel's, which the
+// error matches still.
+func damaged(path string, err error) error {
+	reason := strings.Replace(err.Error(), ErrCorrupt.Error()+": ", "", 1)
+	return &DamagedError{Path: path, Reason: reason, Err: ErrCorrupt}
+}
 
 // boltErr translates bbolt errors that have a meaning in this package's
 // vocabulary and wraps the rest with what was being done.

@@ -32,6 +32,12 @@
 // retention emptying the bucket. Per-session metadata sits beside
 // the events.
 //
+// bbolt trusts the file it maps, and panics (or the process dies of
+// SIGBUS) on a damaged one, so Open checks every page of the file's tree
+// first (package boltfile) and refuses a damaged file with a
+// *DamagedError; Salvage saves what can still be read of it into a new
+// log.
+//
 // The API is kept small (Append, Read, Sync, First/Last, Skip, Meta,
 // Delete, Compact) so that it can become an interface when a later backend, for
 // example a distributed one, needs to sit behind it.
@@ -40,6 +46,7 @@ package eventlog
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -48,6 +55,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tetherhq/tether/runner/eventlog/boltfile"
 )
 
 // Defaults for Options fields left zero.
@@ -220,21 +229,25 @@ type sessionState struct {
 
 // Open opens the log at path, creating the file if needed, and applies
 // retention (by count and by age). The directory must exist. A file held
-// by another Log fails with ErrLocked after Options.LockTimeout; a file
-// that is not an event log fails with ErrCorrupt.
+// by another Log fails with ErrLocked after Options.LockTimeout. A file
+// that is not an event log, or is damaged, fails with a *DamagedError
+// (matching ErrDamaged and ErrCorrupt) naming the file and what is wrong;
+// Salvage saves what can be read of it.
 func Open(path string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
 	bopts := &bolt.Options{
 		Timeout:        opts.LockTimeout,
 		FreelistType:   bolt.FreelistMapType, // fast with the many free pages retention leaves
 		NoFreelistSync: true,                 // as etcd: less to write per commit, rebuilt on Open
+		// bbolt trusts the file it maps: checked first, under its lock.
+		OpenFile: boltfile.OpenChecked(opts.LockTimeout, ErrCorrupt),
 	}
 	if runtime.GOOS != "windows" { // there it would grow the file; elsewhere it only reserves address space
 		bopts.InitialMmapSize = 256 << 20 // fewer remaps, which wait for readers
 	}
-	db, err := bolt.Open(path, 0o600, bopts)
+	db, err := openBolt(path, bopts)
 	if err != nil {
-		return nil, boltErr("eventlog: open "+path, err)
+		return nil, err
 	}
 	l := &Log{
 		db:       db,
@@ -249,18 +262,44 @@ func Open(path string, opts Options) (*Log, error) {
 	}
 	if err := l.load(); err != nil {
 		_ = db.Close()
+		if errors.Is(err, ErrCorrupt) && !errors.Is(err, errUnknownFormat) { // a newer tether's: not damaged
+			return nil, damaged(path, err)
+		}
 		return nil, fmt.Errorf("eventlog: open %s: %w", path, err)
 	}
 	go l.run()
 	return l, nil
 }
 
-// load reads every session's bounds and applies retention. A damaged
-// file may make bbolt panic; that is reported as ErrCorrupt.
+// openBolt opens the file with bbolt. The file is checked first (see
+// bopts.OpenFile), so bbolt should not panic; should a damage the check
+// does not know make it panic on this goroutine (its open reports a
+// broken tree so), that is a *DamagedError too, and what bbolt had opened
+// stays so until the process, which cannot go on, exits.
+func openBolt(path string, bopts *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &DamagedError{Path: path, Reason: fmt.Sprintf("bbolt cannot read it (%v)", r), Err: ErrCorrupt}
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, bopts)
+	var de *DamagedError
+	switch {
+	case errors.As(err, &de):
+		return nil, de // it names the file
+	case err != nil:
+		return nil, boltErr("eventlog: open "+path, err)
+	}
+	return db, nil
+}
+
+// load reads every session's bounds and applies retention. The file's
+// structure was checked; what its records hold was not, and a bad one is
+// ErrCorrupt, as is a panic of bbolt.
 func (l *Log) load() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
+			err = fmt.Errorf("%w: bbolt cannot read it (%v)", ErrCorrupt, r)
 		}
 	}()
 	cutoff := l.ageCutoff()
@@ -270,7 +309,7 @@ func (l *Log) load() (err error) {
 		root := tx.Bucket(bucketSessions)
 		if info == nil {
 			if k, _ := tx.Cursor().First(); k != nil {
-				return fmt.Errorf("%w: bbolt file without an %q bucket", ErrCorrupt, bucketInfo)
+				return fmt.Errorf("%w: it is a bbolt file but not an event log (it has no %s bucket)", ErrCorrupt, bucketInfo)
 			}
 			var err error
 			if info, err = tx.CreateBucket(bucketInfo); err != nil {
@@ -286,7 +325,7 @@ func (l *Log) load() (err error) {
 				return err
 			}
 		case !bytes.Equal(v, formatVersion):
-			return fmt.Errorf("%w: unsupported format %q", ErrCorrupt, v)
+			return fmt.Errorf("%w: %w %q", ErrCorrupt, errUnknownFormat, v)
 		}
 		if root == nil {
 			var err error
@@ -298,7 +337,7 @@ func (l *Log) load() (err error) {
 			s := &sessionState{name: string(name)}
 			gaps, err := decodeGaps(root.Bucket(name).Get(keyGaps))
 			if err != nil {
-				return fmt.Errorf("session %q: %w", name, err)
+				return fmt.Errorf("the gaps of session %s: %w", name, err)
 			}
 			s.gaps = gaps
 			evb := root.Bucket(name).Bucket(bucketEvents)
@@ -335,7 +374,7 @@ func (l *Log) load() (err error) {
 		})
 	})
 	if err != nil {
-		return boltErr("load", err)
+		return boltErr("its sessions", err)
 	}
 	l.log.Debug("eventlog opened", "sessions", len(l.sessions), "dropped_by_retention", dropped)
 	return nil
