@@ -59,7 +59,7 @@ func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 // log, the workspaces, Claude Code's driver, the approvals and the
 // sessions of every agent the configuration offers.
 type canonical struct {
-	log        *eventlog.Log
+	log        *eventlog.Bolt
 	approvals  *approvals.Store
 	proxies    *keyProxies
 	workspaces *workspace.Manager

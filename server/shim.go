@@ -195,7 +195,7 @@ func within(path, dir string) bool {
 // workspace, the event log and the approvals.
 type shimCore struct {
 	sessions  *sessions.Manager
-	log       *eventlog.Log
+	log       *eventlog.Bolt
 	approvals *approvals.Store
 	proxies   *keyProxies
 }

@@ -18,7 +18,7 @@ import (
 type inproc struct {
 	url   string
 	core  *runnertest.Core
-	log   *eventlog.Log
+	log   *eventlog.Bolt
 	srv   *httptest.Server
 	dir   string
 	close func()

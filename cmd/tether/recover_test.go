@@ -29,7 +29,8 @@ import (
 func populated(t *testing.T) (string, map[string]uint64) {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
-	p := startServe(t, cleanEnv(), "--data", data, "--cli", mockCLI(t, "demo", 0))
+	// A turn waits for its approval at the SIGTERM below: no grace for it.
+	p := startServe(t, cleanEnv(), "--data", data, "--cli", mockCLI(t, "demo", 0), "--shutdown-timeout", "100ms")
 	c := &client.Client{BaseURL: "http://" + p.addr, Token: testToken}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

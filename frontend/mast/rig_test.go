@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // directory, it is the same daemon after a restart.
 type core struct {
 	m     *sessions.Manager
-	log   *eventlog.Log
+	log   *eventlog.Bolt
 	store *approvals.Store
 }
 

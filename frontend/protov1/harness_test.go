@@ -41,7 +41,7 @@ type testRunner struct {
 	t    testing.TB
 	url  string
 	core *runnertest.Core
-	log  *eventlog.Log
+	log  *eventlog.Bolt
 	root string
 	stop func() // shuts the runner down (also at cleanup)
 }

@@ -3,6 +3,7 @@ package eventlog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,7 +37,7 @@ import (
 const maxBackoff = time.Second
 
 // run is the flusher goroutine.
-func (l *Log) run() {
+func (l *Bolt) run() {
 	defer close(l.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -100,7 +101,7 @@ func (l *Log) run() {
 
 // window returns how long the flusher should still wait for more appends
 // to join the next commit.
-func (l *Log) window() time.Duration {
+func (l *Bolt) window() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.dirty) == 0 || l.opts.FlushInterval <= 0 {
@@ -125,7 +126,7 @@ type batchItem struct {
 }
 
 // flush commits every pending event in one transaction.
-func (l *Log) flush() error {
+func (l *Bolt) flush() error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 
@@ -148,6 +149,8 @@ func (l *Log) flush() error {
 	}
 	clear(l.dirty)
 	l.dirty = l.dirty[:0]
+	feed, feedFirst := slices.Clone(l.feedPending), l.feedFirst
+	l.feedTaken = len(feed)
 	ticket := l.appended
 	select {
 	case <-l.urgent: // served by this commit
@@ -156,7 +159,7 @@ func (l *Log) flush() error {
 	l.mu.Unlock()
 
 	began := time.Now()
-	err := l.commit(items)
+	newFirst, err := l.commit(items, feed, feedFirst)
 	if hook := l.opts.OnCommit; hook != nil {
 		n := 0
 		for _, it := range items {
@@ -178,6 +181,7 @@ func (l *Log) flush() error {
 				l.dirty = append(l.dirty, it.s)
 			}
 		}
+		l.feedTaken = 0
 		l.pendingSince = time.Now()
 		l.failures++
 		l.failTicket = ticket
@@ -204,17 +208,30 @@ func (l *Log) flush() error {
 	}
 	l.pendingBytes -= charge
 	l.durable = ticket
+	if len(feed) > 0 {
+		l.feedPending = slices.Delete(l.feedPending, 0, len(feed))
+		l.feedCommitted = feed[len(feed)-1].last()
+		l.feedFirst = newFirst
+	}
+	l.feedTaken = 0
 	return nil
 }
 
-// commit writes the items in one transaction.
-func (l *Log) commit(items []batchItem) error {
+// commit writes the items and the feed's runs in one transaction, and
+// returns the feed's first position after its retention.
+func (l *Bolt) commit(items []batchItem, feed []feedRun, feedFirst uint64) (uint64, error) {
 	if hook := l.opts.commitHook; hook != nil {
 		if err := hook(); err != nil {
-			return fmt.Errorf("eventlog: commit: %w", err)
+			return feedFirst, fmt.Errorf("eventlog: commit: %w", err)
 		}
 	}
 	err := l.db.Update(func(tx *bolt.Tx) error {
+		if len(feed) > 0 {
+			var err error
+			if feedFirst, err = l.putFeed(tx, feed, feedFirst); err != nil {
+				return err
+			}
+		}
 		root := tx.Bucket(bucketSessions)
 		for _, it := range items {
 			sb, err := sessionBucket(root, it.s.name)
@@ -249,7 +266,7 @@ func (l *Log) commit(items []batchItem) error {
 		}
 		return nil
 	})
-	return boltErr("eventlog: commit", err)
+	return feedFirst, boltErr("eventlog: commit", err)
 }
 
 // Keeping committed events
@@ -273,7 +290,7 @@ const (
 // keep notes that the records evs of s, which followed its kept ones, are
 // committed, and drops the kept records a reader has taken or that go
 // over the bounds. Under mu and writeMu.
-func (l *Log) keep(s *sessionState, evs []record) {
+func (l *Bolt) keep(s *sessionState, evs []record) {
 	if len(evs) == 0 {
 		return
 	}
@@ -299,7 +316,7 @@ func (l *Log) keep(s *sessionState, evs []record) {
 }
 
 // dropKept drops the first n kept records of s, size bytes.
-func (l *Log) dropKept(s *sessionState, n int, size int64) {
+func (l *Bolt) dropKept(s *sessionState, n int, size int64) {
 	if n == 0 {
 		return
 	}
@@ -326,7 +343,7 @@ func (l *Log) dropKept(s *sessionState, n int, size int64) {
 }
 
 // dropAllKept drops every kept record (see keep). Under mu.
-func (l *Log) dropAllKept() {
+func (l *Bolt) dropAllKept() {
 	for _, s := range l.keepers {
 		l.dropKept(s, s.kept, s.keptBytes)
 		s.keeper = false
@@ -337,7 +354,7 @@ func (l *Log) dropAllKept() {
 
 // dropOldKept drops the records kept since before the last call, and
 // notes what is kept now for the next. Under mu.
-func (l *Log) dropOldKept() {
+func (l *Bolt) dropOldKept() {
 	keepers := l.keepers[:0]
 	for _, s := range l.keepers {
 		drop, size := 0, int64(0)
@@ -358,7 +375,7 @@ func (l *Log) dropOldKept() {
 }
 
 // keeping reports whether records are kept.
-func (l *Log) keeping() bool {
+func (l *Bolt) keeping() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.keepers) > 0
@@ -368,7 +385,7 @@ func (l *Log) keeping() bool {
 // disk. It returns the commit's error if the commit carrying them failed
 // (they stay pending and are retried), ctx's error if ctx is done first,
 // and ErrClosed after Close.
-func (l *Log) Sync(ctx context.Context) error {
+func (l *Bolt) Sync(ctx context.Context) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -24,7 +24,7 @@ const minEventCharge = recordHeader + eventOverhead
 
 // maxGap is the most events this log can hold uncommitted, and so the most
 // a crash can lose: a larger Skip is not explained by a crash.
-func (l *Log) maxGap() uint64 {
+func (l *Bolt) maxGap() uint64 {
 	return uint64(l.opts.MaxPendingBytes/minEventCharge) + 1
 }
 
@@ -38,7 +38,7 @@ func (l *Log) maxGap() uint64 {
 // after it. It fails with ErrUnknownSession for a session the log does not
 // have, and with ErrAhead when the gap is larger than the log could ever
 // hold uncommitted (Options.MaxPendingBytes): no crash explains that.
-func (l *Log) Skip(session string, to uint64) error {
+func (l *Bolt) Skip(session string, to uint64) error {
 	if err := checkName(session); err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (l *Log) Skip(session string, to uint64) error {
 
 // pend records n changes of s (events, metadata, a gap) for the next
 // group commit to write, charged charge bytes (under l.mu).
-func (l *Log) pend(s *sessionState, n uint64, charge int64) {
+func (l *Bolt) pend(s *sessionState, n uint64, charge int64) {
 	s.tailBytes += charge
 	l.pendingBytes += charge
 	l.appended += n

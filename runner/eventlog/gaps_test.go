@@ -14,7 +14,7 @@ import (
 )
 
 // seqsOf lists the seqs Read yields after `after`, failing on an error.
-func seqsOf(t *testing.T, l *Log, session string, after uint64) []uint64 {
+func seqsOf(t *testing.T, l *Bolt, session string, after uint64) []uint64 {
 	t.Helper()
 	evs, err := readAll(l, session, after)
 	if err != nil {
@@ -30,7 +30,7 @@ func seqsOf(t *testing.T, l *Log, session string, after uint64) []uint64 {
 	return seqs
 }
 
-func appendSeqs(t *testing.T, l *Log, session string, seqs ...uint64) {
+func appendSeqs(t *testing.T, l *Bolt, session string, seqs ...uint64) {
 	t.Helper()
 	for _, want := range seqs {
 		if got := mustAppend(t, l, session, []byte(seqPayload(want))); got != want {
@@ -59,7 +59,7 @@ func TestSkipLeavesAGapReadsPassOver(t *testing.T) {
 	if err := l.Skip("s", 2); err != nil { // behind: nothing to do
 		t.Fatal(err)
 	}
-	check := func(l *Log, where string) {
+	check := func(l *Bolt, where string) {
 		t.Helper()
 		expectBounds(t, l, "s", 1, 14)
 		for after, want := range map[uint64][]uint64{
@@ -168,7 +168,7 @@ func TestSkipLimits(t *testing.T) {
 	}
 }
 
-func diskMeta(t *testing.T, l *Log, session string) []byte {
+func diskMeta(t *testing.T, l *Bolt, session string) []byte {
 	t.Helper()
 	var meta []byte
 	err := l.db.View(func(tx *bolt.Tx) error {

@@ -11,7 +11,7 @@ import (
 
 // keptOf returns how many committed records of session the log keeps in
 // memory, and their size.
-func keptOf(l *Log, session string) (int, int64) {
+func keptOf(l *Bolt, session string) (int, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.sessions[session]
@@ -20,7 +20,7 @@ func keptOf(l *Log, session string) (int, int64) {
 
 // eraseDisk deletes every stored event of session from the file, so that
 // only memory can still serve them.
-func eraseDisk(t *testing.T, l *Log, session string) {
+func eraseDisk(t *testing.T, l *Bolt, session string) {
 	t.Helper()
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		evb := eventsBucket(tx.Bucket(bucketSessions), session)

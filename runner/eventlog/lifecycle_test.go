@@ -16,7 +16,7 @@ import (
 )
 
 // diskEvents counts the events of session committed to the file.
-func diskEvents(t testing.TB, l *Log, session string) int {
+func diskEvents(t testing.TB, l *Bolt, session string) int {
 	t.Helper()
 	n := 0
 	err := l.db.View(func(tx *bolt.Tx) error {
@@ -50,7 +50,7 @@ func TestMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, "events-only", []byte("x"))
-	check := func(l *Log) {
+	check := func(l *Bolt) {
 		t.Helper()
 		if m, err := l.Meta("s"); err != nil || string(m) != `{"cwd":"/work","cli":"abc"}` {
 			t.Fatalf("Meta = %q, %v", m, err)

@@ -1,13 +1,16 @@
 // Package eventlog owns the durable, per-session, append-only, sequenced
-// event log of the runner.
+// event log of the runner: the Log interface the session core writes and
+// reads, and Bolt, its implementation in one bbolt file.
 //
 // Every session has its own sequence: the first event appended to a
 // session gets seq 1, the next 2, and so on, and a seq is never reused,
 // not even after retention dropped old events or after the log was closed
 // and reopened. The only holes are the gaps Skip leaves, for seqs a reader
-// saw before a crash lost them; Read passes over them. The log is payload-agnostic: front ends store their own
-// frames in it, and replay them to a reconnecting client with Read from
-// the last seq the client saw.
+// saw before a crash lost them; Read passes over them. Every event also
+// has its position in the runner-wide feed (see FeedEntry), the log's own
+// numbering across sessions. The log is payload-agnostic: the core stores
+// a session's canonical events in it, and replays them to a reconnecting
+// client with Read from the last seq the client saw.
 //
 // Appends are group-committed: Append assigns the seq, makes the event
 // visible to Read and returns at once; a single flusher goroutine writes
@@ -48,6 +51,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -84,6 +88,10 @@ type Options struct {
 	// beyond it are dropped. 0 means DefaultMaxEventsPerSession, a
 	// negative value means no limit.
 	MaxEventsPerSession int
+
+	// MaxFeedEvents is the feed's retention by count (see FeedEntry): 0
+	// means DefaultMaxFeedEvents, a negative value means no limit.
+	MaxFeedEvents int
 
 	// MaxAge is the retention by age, applied by Compact and on Open.
 	// 0 keeps events regardless of age.
@@ -126,6 +134,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.MaxFeedEvents == 0 {
+		o.MaxFeedEvents = DefaultMaxFeedEvents
+	}
 	if o.MaxEventsPerSession == 0 {
 		o.MaxEventsPerSession = DefaultMaxEventsPerSession
 	}
@@ -157,9 +168,38 @@ type Event struct {
 	Payload []byte
 }
 
-// Log is a durable event log holding many sessions. Its methods are safe
-// for concurrent use.
-type Log struct {
+// Log is the event log the session core writes and reads: every session's
+// events numbered by seq, each also numbered by its position in the
+// runner-wide feed. Bolt, a bbolt file, is the log of one runner; a fleet
+// can give the core another.
+type Log interface {
+	// AppendAt logs payloads as session's next events and returns the
+	// first one's seq and feed position.
+	AppendAt(ctx context.Context, session string, payloads [][]byte) (first, pos uint64, err error)
+	// Read yields session's events after seq `after`, up to its last when
+	// called.
+	Read(ctx context.Context, session string, after uint64) iter.Seq2[Event, error]
+	// Last is session's last seq given; First its oldest retained.
+	Last(session string) (uint64, error)
+	First(session string) (uint64, error)
+	// Skip leaves a gap up to seq `to`: seqs a client saw that a crash
+	// lost.
+	Skip(session string, to uint64) error
+	// Feed yields every session's events after feed position `after`, up
+	// to its last when called; FeedFirst and FeedLast are its bounds.
+	Feed(ctx context.Context, after uint64) iter.Seq2[FeedEntry, error]
+	FeedFirst() (uint64, error)
+	FeedLast() (uint64, error)
+	// Sessions lists the sessions it holds; Delete forgets one.
+	Sessions() ([]string, error)
+	Delete(session string) error
+}
+
+var _ Log = (*Bolt)(nil)
+
+// Bolt is a durable event log holding many sessions in one bbolt file.
+// Its methods are safe for concurrent use.
+type Bolt struct {
 	db   *bolt.DB
 	opts Options
 	log  *slog.Logger
@@ -188,6 +228,13 @@ type Log struct {
 	flushed      chan struct{}   // closed and replaced after every commit attempt
 	keepers      []*sessionState // sessions with kept records
 	keptBytes    int64           // their kept records' size
+	// The feed (see FeedEntry): its first retained and last given
+	// positions, the last committed, and the runs not yet committed, the
+	// first feedTaken of which a commit is writing (readers still find
+	// them here until it is done).
+	feedFirst, feedLast, feedCommitted uint64
+	feedPending                        []feedRun
+	feedTaken                          int
 
 	wake   chan struct{} // something to flush (capacity 1)
 	urgent chan struct{} // flush now, do not wait for the window (capacity 1)
@@ -233,7 +280,7 @@ type sessionState struct {
 // that is not an event log, or is damaged, fails with a *DamagedError
 // (matching ErrDamaged and ErrCorrupt) naming the file and what is wrong;
 // Salvage saves what can be read of it.
-func Open(path string, opts Options) (*Log, error) {
+func Open(path string, opts Options) (*Bolt, error) {
 	opts = opts.withDefaults()
 	bopts := &bolt.Options{
 		Timeout:        opts.LockTimeout,
@@ -249,7 +296,7 @@ func Open(path string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{
+	l := &Bolt{
 		db:       db,
 		opts:     opts,
 		log:      opts.Logger.With("eventlog", path),
@@ -296,7 +343,7 @@ func openBolt(path string, bopts *bolt.Options) (db *bolt.DB, err error) {
 // load reads every session's bounds and applies retention. The file's
 // structure was checked; what its records hold was not, and a bad one is
 // ErrCorrupt, as is a panic of bbolt.
-func (l *Log) load() (err error) {
+func (l *Bolt) load() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: bbolt cannot read it (%v)", ErrCorrupt, r)
@@ -333,6 +380,11 @@ func (l *Log) load() (err error) {
 				return err
 			}
 		}
+		var err error
+		if l.feedFirst, l.feedLast, err = loadFeed(tx); err != nil {
+			return fmt.Errorf("its feed: %w", err)
+		}
+		l.feedCommitted = l.feedLast
 		return root.ForEachBucket(func(name []byte) error {
 			s := &sessionState{name: string(name)}
 			gaps, err := decodeGaps(root.Bucket(name).Get(keyGaps))
@@ -382,7 +434,7 @@ func (l *Log) load() (err error) {
 
 // loadBounds sets a session's first seq and last time from its events on
 // disk. A damaged last value costs only its time (Read reports it).
-func (l *Log) loadBounds(evb *bolt.Bucket, s *sessionState) error {
+func (l *Bolt) loadBounds(evb *bolt.Bucket, s *sessionState) error {
 	c := evb.Cursor()
 	k, _ := c.First()
 	if k == nil {
@@ -406,27 +458,35 @@ func (l *Log) loadBounds(evb *bolt.Bucket, s *sessionState) error {
 // FlushInterval, or after Sync or Close. Append copies payload. When
 // more than MaxPendingBytes wait for the disk, Append waits too, until
 // ctx is done.
-func (l *Log) Append(ctx context.Context, session string, payload []byte) (seq uint64, err error) {
+func (l *Bolt) Append(ctx context.Context, session string, payload []byte) (seq uint64, err error) {
 	one := [1][]byte{payload}
-	return l.appendEvents(ctx, session, one[:])
+	seq, _, err = l.appendEvents(ctx, session, one[:])
+	return seq, err
 }
 
 // AppendBatch appends payloads to session with consecutive seqs and
 // returns the first one (0 when payloads is empty). It behaves like that
 // many Appends, made atomically.
-func (l *Log) AppendBatch(ctx context.Context, session string, payloads [][]byte) (first uint64, err error) {
+func (l *Bolt) AppendBatch(ctx context.Context, session string, payloads [][]byte) (first uint64, err error) {
+	first, _, err = l.appendEvents(ctx, session, payloads)
+	return first, err
+}
+
+// AppendAt is AppendBatch that also returns the first event's position
+// in the feed; the others follow it.
+func (l *Bolt) AppendAt(ctx context.Context, session string, payloads [][]byte) (first, pos uint64, err error) {
 	return l.appendEvents(ctx, session, payloads)
 }
 
-func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) (uint64, error) {
+func (l *Bolt) appendEvents(ctx context.Context, name string, payloads [][]byte) (uint64, uint64, error) {
 	if err := checkName(name); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(payloads) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("eventlog: append to %q: %w", name, err)
+		return 0, 0, fmt.Errorf("eventlog: append to %q: %w", name, err)
 	}
 	// Copy outside the lock.
 	var one [1]record
@@ -437,7 +497,7 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 	size := 0
 	for _, p := range payloads {
 		if len(p) > MaxPayloadLen {
-			return 0, fmt.Errorf("eventlog: append to %q: %w: %d bytes", name, ErrTooLarge, len(p))
+			return 0, 0, fmt.Errorf("eventlog: append to %q: %w: %d bytes", name, ErrTooLarge, len(p))
 		}
 		size += recordHeader + len(p)
 	}
@@ -448,7 +508,7 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 	for {
 		if l.closed {
 			l.mu.Unlock()
-			return 0, fmt.Errorf("eventlog: append to %q: %w", name, ErrClosed)
+			return 0, 0, fmt.Errorf("eventlog: append to %q: %w", name, ErrClosed)
 		}
 		// A lone event larger than the budget is let through when
 		// nothing else is pending, or it would never be.
@@ -462,7 +522,7 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 		case <-flushed:
 		case <-l.stop:
 		case <-ctx.Done():
-			return 0, fmt.Errorf("eventlog: append to %q: waiting for the disk: %w", name, ctx.Err())
+			return 0, 0, fmt.Errorf("eventlog: append to %q: waiting for the disk: %w", name, ctx.Err())
 		}
 		l.mu.Lock()
 	}
@@ -486,17 +546,18 @@ func (l *Log) appendEvents(ctx context.Context, name string, payloads [][]byte) 
 	if limit := l.opts.MaxEventsPerSession; limit > 0 && s.last-s.first+1 > uint64(limit) {
 		s.first = s.last - uint64(limit) + 1
 	}
+	pos := l.notePositions(s, first, uint64(len(recs)))
 	l.pend(s, uint64(len(recs)), charge)
 	if l.pendingBytes >= l.opts.MaxPendingBytes/8 {
 		signal(l.urgent) // enough for a big transaction: do not wait for the window
 	}
 	l.mu.Unlock()
-	return first, nil
+	return first, pos, nil
 }
 
 // Last returns the highest seq assigned in session (0 if none), whether
 // or not it is committed yet.
-func (l *Log) Last(session string) (uint64, error) {
+func (l *Bolt) Last(session string) (uint64, error) {
 	s, err := l.lookup(session)
 	if err != nil || s == nil {
 		return 0, err
@@ -510,7 +571,7 @@ func (l *Log) Last(session string) (uint64, error) {
 // events are [First, Last]; the range is empty when First > Last (1 for a
 // session without events). A reader positioned before First-1 has lost
 // events: Read returns ErrTruncated.
-func (l *Log) First(session string) (uint64, error) {
+func (l *Bolt) First(session string) (uint64, error) {
 	s, err := l.lookup(session)
 	if err != nil {
 		return 0, err
@@ -524,7 +585,7 @@ func (l *Log) First(session string) (uint64, error) {
 }
 
 // lookup returns the session's state, nil if it does not exist.
-func (l *Log) lookup(name string) (*sessionState, error) {
+func (l *Bolt) lookup(name string) (*sessionState, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -537,7 +598,7 @@ func (l *Log) lookup(name string) (*sessionState, error) {
 }
 
 // Sessions returns the names of all sessions, sorted.
-func (l *Log) Sessions() ([]string, error) {
+func (l *Bolt) Sessions() ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -554,7 +615,7 @@ func (l *Log) Sessions() ([]string, error) {
 // Close commits pending appends, stops the flusher and closes the file.
 // It is idempotent: later calls return what the first one returned.
 // Appends waiting for the disk fail with ErrClosed.
-func (l *Log) Close() error {
+func (l *Bolt) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 }
 
 // open opens a log in a fresh temporary directory, closed at cleanup.
-func open(t testing.TB, opts Options) (*Log, string) {
+func open(t testing.TB, opts Options) (*Bolt, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "events.db")
 	return reopen(t, path, opts), path
@@ -31,7 +31,7 @@ func open(t testing.TB, opts Options) (*Log, string) {
 
 // toDisk commits everything appended and drops the committed events the
 // log keeps in memory (see keep), so that reads go to the file.
-func toDisk(t testing.TB, l *Log) {
+func toDisk(t testing.TB, l *Bolt) {
 	t.Helper()
 	if err := l.Sync(context.Background()); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func toDisk(t testing.TB, l *Log) {
 	l.mu.Unlock()
 }
 
-func reopen(t testing.TB, path string, opts Options) *Log {
+func reopen(t testing.TB, path string, opts Options) *Bolt {
 	t.Helper()
 	l, err := Open(path, opts)
 	if err != nil {
@@ -51,7 +51,7 @@ func reopen(t testing.TB, path string, opts Options) *Log {
 	return l
 }
 
-func mustAppend(t testing.TB, l *Log, session string, payload []byte) uint64 {
+func mustAppend(t testing.TB, l *Bolt, session string, payload []byte) uint64 {
 	t.Helper()
 	seq, err := l.Append(context.Background(), session, payload)
 	if err != nil {
@@ -61,7 +61,7 @@ func mustAppend(t testing.TB, l *Log, session string, payload []byte) uint64 {
 }
 
 // readAll collects what Read yields and the error that ended it.
-func readAll(l *Log, session string, after uint64) ([]Event, error) {
+func readAll(l *Bolt, session string, after uint64) ([]Event, error) {
 	var evs []Event
 	for ev, err := range l.Read(context.Background(), session, after) {
 		if err != nil {
@@ -205,7 +205,7 @@ func TestConcurrentAppends(t *testing.T) {
 			m[r.seq] = r.payload
 		}
 	}
-	check := func(l *Log) {
+	check := func(l *Bolt) {
 		t.Helper()
 		for s := range sessions {
 			name := fmt.Sprintf("s%d", s)
@@ -460,7 +460,7 @@ func TestRetentionByAge(t *testing.T) {
 	}
 }
 
-func expectBounds(t testing.TB, l *Log, session string, first, last uint64) {
+func expectBounds(t testing.TB, l *Bolt, session string, first, last uint64) {
 	t.Helper()
 	f, err := l.First(session)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // it needs to resume the session after a restart), replacing the previous
 // one, and creates the session if needed. It is on disk when SetMeta
 // returns.
-func (l *Log) SetMeta(session string, meta []byte) error {
+func (l *Bolt) SetMeta(session string, meta []byte) error {
 	if err := checkName(session); err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (l *Log) SetMeta(session string, meta []byte) error {
 // reached the disk has its metadata there too; after a crash before that
 // commit, the log has neither (Meta reports ErrUnknownSession if the
 // session was new).
-func (l *Log) SetMetaAsync(session string, meta []byte) error {
+func (l *Bolt) SetMetaAsync(session string, meta []byte) error {
 	if err := checkName(session); err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (l *Log) SetMetaAsync(session string, meta []byte) error {
 
 // Meta returns the metadata of session: nil if none was set,
 // ErrUnknownSession if the session does not exist.
-func (l *Log) Meta(session string) ([]byte, error) {
+func (l *Bolt) Meta(session string) ([]byte, error) {
 	s, err := l.lookup(session)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: meta of %q: %w", session, err)
@@ -110,7 +110,7 @@ func (l *Log) Meta(session string) ([]byte, error) {
 // Delete removes session: its events, including those not yet committed,
 // and its metadata. Readers of the session fail with ErrUnknownSession. A
 // later Append to the same name starts a new session at seq 1.
-func (l *Log) Delete(session string) error {
+func (l *Bolt) Delete(session string) error {
 	if err := checkName(session); err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func (l *Log) Delete(session string) error {
 	return nil
 }
 
-func (l *Log) isClosed() bool {
+func (l *Bolt) isClosed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.closed

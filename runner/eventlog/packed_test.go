@@ -15,7 +15,7 @@ import (
 
 // diskKeys counts the values stored for session, and how many hold
 // several events.
-func diskKeys(t testing.TB, l *Log, session string) (keys, packed int) {
+func diskKeys(t testing.TB, l *Bolt, session string) (keys, packed int) {
 	t.Helper()
 	err := l.db.View(func(tx *bolt.Tx) error {
 		return eventsBucket(tx.Bucket(bucketSessions), session).ForEach(func(k, _ []byte) error {
@@ -79,7 +79,7 @@ func TestPackedEvents(t *testing.T) {
 	if packed == 0 || keys > total/10 {
 		t.Fatalf("%d values (%d packed) for %d events", keys, packed, total)
 	}
-	check := func(l *Log) {
+	check := func(l *Bolt) {
 		t.Helper()
 		for _, after := range []uint64{0, 1, 2, 96, 97, 511, 512, 513, 1000, 2999, 3000} {
 			evs, err := readAll(l, "s", after)

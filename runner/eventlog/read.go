@@ -35,7 +35,7 @@ const (
 // unknown session read from 0 yields nothing.
 //
 // Payloads are the caller's to keep and modify.
-func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
+func (l *Bolt) Read(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
 	return l.read(ctx, session, after, false)
 }
 
@@ -43,11 +43,11 @@ func (l *Log) Read(ctx context.Context, session string, after uint64) iter.Seq2[
 // end writing them to a connection): payloads of events not yet committed
 // are the log's own memory, not copies, and those read from disk share
 // one copy per stored run, so they must not be modified.
-func (l *Log) ReadShared(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
+func (l *Bolt) ReadShared(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
 	return l.read(ctx, session, after, true)
 }
 
-func (l *Log) read(ctx context.Context, session string, after uint64, shared bool) iter.Seq2[Event, error] {
+func (l *Bolt) read(ctx context.Context, session string, after uint64, shared bool) iter.Seq2[Event, error] {
 	s, err := l.lookup(session)
 	var end, first uint64 = 0, 1
 	var gaps []gap
@@ -119,7 +119,7 @@ func ownTogether(evs []Event) {
 // readChunk appends to buf the events of s from seq from on (which is in
 // no gap), at most up to end, and at least one; it passes over gaps.
 // shared: uncommitted payloads are not copied.
-func (l *Log) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Event, shared bool) ([]Event, error) {
+func (l *Bolt) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Event, shared bool) ([]Event, error) {
 	l.structMu.RLock()
 	defer l.structMu.RUnlock()
 

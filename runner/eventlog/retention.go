@@ -17,7 +17,7 @@ import (
 // MaxAge is 0). Sessions themselves, their metadata and their next seq
 // are kept even when all their events go. If ctx is done midway, what
 // was dropped so far is committed and ctx's error returned.
-func (l *Log) Compact(ctx context.Context) error {
+func (l *Bolt) Compact(ctx context.Context) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	l.mu.Lock()
@@ -86,7 +86,7 @@ func (l *Log) Compact(ctx context.Context) error {
 
 // ageCutoff returns the Unix-ns time before which events expire, nil
 // when retention by age is off.
-func (l *Log) ageCutoff() *int64 {
+func (l *Bolt) ageCutoff() *int64 {
 	if l.opts.MaxAge <= 0 {
 		return nil
 	}

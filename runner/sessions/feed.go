@@ -8,16 +8,12 @@ import (
 	"sync"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/runner/eventlog"
 )
-
-// FeedName is the event log's name for the runner-wide feed: every
-// session's events, each once more, numbered in the order they were
-// logged. Session ids never take this form.
-const FeedName = "runner-feed"
 
 // FeedEvent is one event of the runner-wide feed: Pos is its place in the
 // feed (what a client resumes from); the event keeps its session and seq.
+// The feed is the event log's own numbering of every event it holds,
+// across sessions, in the order they were logged.
 type FeedEvent struct {
 	Pos   uint64      `json:"pos"`
 	Event agent.Event `json:"event"`
@@ -27,7 +23,7 @@ type FeedEvent struct {
 // events in memory, so a reader that keeps up is handed them without
 // reading them back from the log.
 type feed struct {
-	// appending orders appends: positions are handed out in the order
+	// appending orders appends: the log gives positions in the order
 	// events join recent.
 	appending sync.Mutex
 	mu        sync.Mutex
@@ -37,23 +33,14 @@ type feed struct {
 
 func newFeed() *feed { return &feed{appended: make(chan struct{})} }
 
-func (f *feed) append(ctx context.Context, log *eventlog.Log, e *agent.Event) error {
-	payload, err := e.AppendJSON(nil)
-	if err != nil {
-		return err
-	}
-	f.appending.Lock()
-	defer f.appending.Unlock()
-	pos, err := log.Append(ctx, FeedName, payload)
-	if err != nil {
-		return fmt.Errorf("sessions: feed: %w", err)
-	}
+// logged keeps e, logged at position pos, and wakes the readers. Under
+// appending.
+func (f *feed) logged(pos uint64, e *agent.Event) {
 	f.mu.Lock()
 	f.keep(FeedEvent{Pos: pos, Event: *e})
 	close(f.appended)
 	f.appended = make(chan struct{})
 	f.mu.Unlock()
-	return nil
 }
 
 func (f *feed) woken() <-chan struct{} {
@@ -97,18 +84,18 @@ func (m *Manager) feedAfter(ctx context.Context, after uint64, yield func(FeedEv
 		}
 		return after, true
 	}
-	for ev, err := range m.cfg.Log.Read(ctx, FeedName, after) {
+	for fe, err := range m.cfg.Log.Feed(ctx, after) {
 		if err != nil {
 			yield(FeedEvent{}, fmt.Errorf("sessions: feed after %d: %w", after, err))
 			return after, false
 		}
 		var e agent.Event
-		if err := json.Unmarshal(ev.Payload, &e); err != nil {
-			yield(FeedEvent{}, fmt.Errorf("sessions: feed event %d: %w", ev.Seq, err))
+		if err := json.Unmarshal(fe.Payload, &e); err != nil {
+			yield(FeedEvent{}, fmt.Errorf("sessions: feed event %d: %w", fe.Pos, err))
 			return after, false
 		}
-		after = ev.Seq
-		if !yield(FeedEvent{Pos: ev.Seq, Event: e}, nil) {
+		e.Seq, after = int64(fe.Seq), fe.Pos
+		if !yield(FeedEvent{Pos: fe.Pos, Event: e}, nil) {
 			return after, false
 		}
 	}

@@ -6,7 +6,7 @@ import "fmt"
 // it is empty): a reader that must stop at "now" (a catch-up, a count)
 // reads the feed up to it.
 func (m *Manager) FeedEnd() (uint64, error) {
-	pos, err := m.cfg.Log.Last(FeedName)
+	pos, err := m.cfg.Log.FeedLast()
 	if err != nil {
 		return 0, fmt.Errorf("sessions: feed end: %w", err)
 	}
@@ -17,7 +17,7 @@ func (m *Manager) FeedEnd() (uint64, error) {
 // (the log's retention drops the oldest): a reader that wants everything
 // there is reads after FeedStart()-1.
 func (m *Manager) FeedStart() (uint64, error) {
-	pos, err := m.cfg.Log.First(FeedName)
+	pos, err := m.cfg.Log.FeedFirst()
 	if err != nil {
 		return 0, fmt.Errorf("sessions: feed start: %w", err)
 	}

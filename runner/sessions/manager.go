@@ -65,7 +65,7 @@ type Config struct {
 	// asked of one is refused with the reason.
 	Unavailable map[string]string
 	Workspaces  *workspace.Manager
-	Log         *eventlog.Log
+	Log         eventlog.Log
 	Approvals   *approvals.Store
 	// ApprovalTimeout is how long an approval waits before its default
 	// (deny) applies; zero means it waits until its session ends.
@@ -178,7 +178,26 @@ func New(cfg Config) (*Manager, error) {
 	if err := m.settleOrphans(); err != nil {
 		return nil, err
 	}
+	m.dropOldFeed()
 	return m, nil
+}
+
+// oldFeedName is where a runner before the feed was the log's own
+// numbering kept a second copy of every event.
+const oldFeedName = "runner-feed"
+
+// dropOldFeed deletes that copy from a log an earlier version wrote: the
+// log's own feed numbers events from now on.
+func (m *Manager) dropOldFeed() {
+	names, err := m.cfg.Log.Sessions()
+	if err != nil || !slices.Contains(names, oldFeedName) {
+		return
+	}
+	if err := m.cfg.Log.Delete(oldFeedName); err != nil {
+		m.log.Warn("the old runner-wide feed could not be deleted", "err", err)
+		return
+	}
+	m.log.Info("the old copy of the runner-wide feed was deleted: the event log numbers the feed itself now")
 }
 
 // settleOrphans denies the approvals a previous run left pending: their

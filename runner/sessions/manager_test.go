@@ -460,7 +460,7 @@ func openItems(events []agent.Event) []string {
 }
 
 // openCore opens a sessions core on dir's files, with an index.
-func openCore(t *testing.T, dir string, c *clock, observer ...sessions.Observer) (*sessions.Manager, *eventlog.Log, *approvals.Store) {
+func openCore(t *testing.T, dir string, c *clock, observer ...sessions.Observer) (*sessions.Manager, *eventlog.Bolt, *approvals.Store) {
 	t.Helper()
 	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
 	if err != nil {
@@ -501,7 +501,7 @@ func (o *eventsObserved) EventLogged(_ string, e *agent.Event) {
 	o.events = append(o.events, *e)
 }
 
-func shutdown(t *testing.T, m *sessions.Manager, log *eventlog.Log, store *approvals.Store) {
+func shutdown(t *testing.T, m *sessions.Manager, log *eventlog.Bolt, store *approvals.Store) {
 	t.Helper()
 	if err := m.Shutdown(ctx(t)); err != nil {
 		t.Error(err)

@@ -95,9 +95,6 @@ func (m *Manager) endOrphan(rec *record, pending []approvals.Record) error {
 		if _, err := m.logEvent(ctx, info.Agent, info.ID, &e); err != nil {
 			return fmt.Errorf("sessions: end %s in its log: %w", info.ID, err)
 		}
-		if err := m.feed.append(ctx, m.cfg.Log, &e); err != nil {
-			return err
-		}
 	}
 	info.State, info.TurnID = StateEnded, ""
 	return m.index.save(*rec)

@@ -343,22 +343,29 @@ func (s *session) append(ctx context.Context, e *agent.Event) error {
 		}
 	}
 	s.mu.Unlock()
-	return s.m.feed.append(ctx, s.m.cfg.Log, e)
+	return nil
 }
 
-// logEvent writes e to session id's log, numbers it with its seq and
-// tells the observer: every event a session's log gets goes through here,
-// a live session's and one a restart ends alike.
+// logEvent writes e to session id's log, numbers it with its seq, hands
+// it to the runner-wide feed's readers at the position the log gave it,
+// and tells the observer: every event a session's log gets goes through
+// here, a live session's and one a restart ends alike.
 func (m *Manager) logEvent(ctx context.Context, agentKind, id string, e *agent.Event) (uint64, error) {
 	payload, err := e.AppendJSON(nil)
 	if err != nil {
 		return 0, err
 	}
-	seq, err := m.cfg.Log.Append(ctx, id, payload)
+	one := [1][]byte{payload}
+	m.feed.appending.Lock()
+	seq, pos, err := m.cfg.Log.AppendAt(ctx, id, one[:])
+	if err == nil {
+		e.Seq = int64(seq)
+		m.feed.logged(pos, e)
+	}
+	m.feed.appending.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	e.Seq = int64(seq)
 	m.cfg.Observer.EventLogged(agentKind, e)
 	return seq, nil
 }

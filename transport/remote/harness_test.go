@@ -37,7 +37,7 @@ type testRunner struct {
 	t    *testing.T
 	addr string // host:port
 	core *runnertest.Core
-	log  *eventlog.Log
+	log  *eventlog.Bolt
 	root string
 	stop func() // shuts the runner down (also at cleanup)
 }

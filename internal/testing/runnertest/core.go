@@ -22,7 +22,7 @@ import (
 // Core is a session core and what it writes to.
 type Core struct {
 	Sessions  *sessions.Manager
-	Log       *eventlog.Log
+	Log       *eventlog.Bolt
 	Approvals *approvals.Store
 }
 
