@@ -20,7 +20,7 @@ import (
 // are written without reflection.
 func (e Event) AppendJSON(dst []byte) ([]byte, error) {
 	raw := bytes.TrimSpace(e.Raw)
-	e.Raw = nil
+	e.Raw, e.Logged = nil, nil
 	out, ok := e.appendText(dst)
 	if !ok {
 		b, err := json.Marshal(e)
@@ -92,6 +92,20 @@ func (it *Item) appendText(b []byte) []byte {
 		b = appendString(append(b, `,"text":`...), it.Text)
 	}
 	return append(b, '}')
+}
+
+// AppendLogged appends e's JSON with its seq to dst: its Logged bytes
+// numbered when it has them (the same document AppendJSON writes, without
+// encoding it again), else AppendJSON's.
+func (e *Event) AppendLogged(dst []byte) ([]byte, error) {
+	if len(e.Logged) < 2 || e.Logged[0] != '{' || e.Seq <= 0 {
+		return e.AppendJSON(dst)
+	}
+	dst = strconv.AppendInt(append(dst, `{"seq":`...), e.Seq, 10)
+	if len(e.Logged) > 2 {
+		dst = append(dst, ',')
+	}
+	return append(dst, e.Logged[1:]...), nil
 }
 
 // appendString writes s as json.Marshal does (HTML-safe).

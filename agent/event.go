@@ -60,6 +60,12 @@ type Event struct {
 	// unchanged. Where one payload makes several events, the first of
 	// them carries it. Events a driver makes up itself have none.
 	Raw json.RawMessage `json:"raw,omitempty"`
+
+	// Logged is the event's JSON as the runner's log holds it, without
+	// its seq (which the log gives it), when it came from a log: a reader
+	// that writes events as JSON writes these bytes, numbered, instead of
+	// encoding the event again. Never encoded itself.
+	Logged []byte `json:"-"`
 }
 
 // SessionInfo describes a session as it starts or ends.

@@ -250,3 +250,21 @@ func TestQuestionOptions(t *testing.T) {
 		t.Fatalf("ids %q", got)
 	}
 }
+
+// An event's logged bytes, numbered, are the document AppendJSON writes
+// of it with its seq: a reader writes them without encoding the event.
+func TestAppendLoggedIsAppendJSON(t *testing.T) {
+	for _, e := range oneOfEach() {
+		e.Seq = 0
+		logged, err := e.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Seq, e.Logged = 42, logged
+		want, _ := e.AppendJSON(nil)
+		got, err := e.AppendLogged(nil)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("%s: AppendLogged\n got %s\nwant %s", e.Kind, got, want)
+		}
+	}
+}

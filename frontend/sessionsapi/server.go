@@ -30,7 +30,7 @@ const MaxBody = 1 << 20
 
 // Config configures the API.
 type Config struct {
-	Sessions *sessions.Manager
+	Sessions sessions.Core
 	// Heartbeat is how often an idle event stream sends a comment so
 	// proxies keep it open; zero means 15 s.
 	Heartbeat time.Duration
@@ -99,7 +99,7 @@ func (a *api) routes() []route {
 
 type api struct {
 	cfg Config
-	m   *sessions.Manager
+	m   sessions.Core
 }
 
 func (a *api) agents(w http.ResponseWriter, _ *http.Request) {

@@ -155,8 +155,11 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, produce func(contex
 				flusher.Flush()
 				return
 			}
+			// A write that fails cancels the request's context too: the
+			// reader left (nothing to say) only if it was cancelled first.
+			left := ctx.Err() != nil
 			if err := out.send(func() error { return writeSSE(w, it.id, it.e) }); err != nil {
-				if ctx.Err() == nil {
+				if !left {
 					drop(err)
 				}
 				return
@@ -166,8 +169,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, produce func(contex
 				drop(errStalled)
 				return
 			}
+			left := ctx.Err() != nil
 			if err := out.send(func() error { _, err := io.WriteString(w, ": keep-alive\n\n"); return err }); err != nil {
-				if ctx.Err() == nil {
+				if !left {
 					drop(err)
 				}
 				return
@@ -209,7 +213,7 @@ func resumeFrom(r *http.Request) (uint64, bool) {
 
 func writeSSE(w http.ResponseWriter, id uint64, e agent.Event) error {
 	b := fmt.Appendf(nil, "id: %d\nevent: %s\ndata: ", id, e.Kind)
-	b, err := e.AppendJSON(b)
+	b, err := e.AppendLogged(b) // the logged bytes: no encoding per reader
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (a *api) streamWS(w http.ResponseWriter, r *http.Request, produce func(cont
 	}()
 	defer func() { cancel(); <-pingDone }()
 	err = produce(ctx, func(id uint64, e agent.Event) bool {
-		data, err := e.AppendJSON(fmt.Appendf(nil, `{"id":%d,"event":`, id))
+		data, err := e.AppendLogged(fmt.Appendf(nil, `{"id":%d,"event":`, id))
 		if err != nil {
 			return false
 		}

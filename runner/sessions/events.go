@@ -84,7 +84,7 @@ func (m *Manager) replay(ctx context.Context, id string, after uint64, yield fun
 			yield(agent.Event{}, fmt.Errorf("sessions: event %d of %s: %w", ev.Seq, id, err))
 			return after, false
 		}
-		e.Seq, after = int64(ev.Seq), ev.Seq
+		e.Seq, e.Logged, after = int64(ev.Seq), ev.Payload, ev.Seq
 		if !yield(e, nil) {
 			return after, false
 		}

@@ -94,7 +94,7 @@ func (m *Manager) feedAfter(ctx context.Context, after uint64, yield func(FeedEv
 			yield(FeedEvent{}, fmt.Errorf("sessions: feed event %d: %w", fe.Pos, err))
 			return after, false
 		}
-		e.Seq, after = int64(fe.Seq), fe.Pos
+		e.Seq, e.Logged, after = int64(fe.Seq), fe.Payload, fe.Pos
 		if !yield(FeedEvent{Pos: fe.Pos, Event: e}, nil) {
 			return after, false
 		}

@@ -359,7 +359,7 @@ func (m *Manager) logEvent(ctx context.Context, agentKind, id string, e *agent.E
 	m.feed.appending.Lock()
 	seq, pos, err := m.cfg.Log.AppendAt(ctx, id, one[:])
 	if err == nil {
-		e.Seq = int64(seq)
+		e.Seq, e.Logged = int64(seq), payload
 		m.feed.logged(pos, e)
 	}
 	m.feed.appending.Unlock()
