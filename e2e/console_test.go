@@ -20,6 +20,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
 )
 
@@ -516,4 +518,39 @@ func (p *cutProxy) drop() {
 	for c := range p.conns {
 		_ = c.Close()
 	}
+}
+
+// A session a host opens with the SDK's Runner option (protocol v1) is in
+// the console like any other: listed as it starts, and its turn streams
+// live there while the host reads it over its own connection.
+func TestRealCLIConsoleShowsV1Session(t *testing.T) {
+	timed(t)
+	chromium := requireChromium(t)
+	tr := startRunner(t, false)
+	b := openBrowser(t, chromium)
+	b.run(chromedp.Navigate("http://" + runnerAddr(tr) + "/"))
+	b.signIn(tr.Token)
+	b.until(`!document.querySelector("#app-view").hidden`, "signed in")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := claude.Connect(ctx, claude.Options{Runner: &claude.RunnerOptions{URL: tr.URL, Token: tr.Token, WorkspaceID: newWorkspaceID("v1-console")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id := c.SessionID()
+	row := fmt.Sprintf(`#session-list li[data-session=%q] a`, id)
+	b.until(fmt.Sprintf(`!!document.querySelector(%q)`, row), "the v1 session listed")
+	b.navigate("the v1 session", chromedp.Click(chromedp.CSS(row)))
+	if err := c.Query(ctx, "SLOW"); err != nil {
+		t.Fatal(err)
+	}
+	b.until(`agentText().includes("tick 3")`, "the v1 session's reply streaming in the console")
+	b.expect(`!document.querySelector("[data-turn-end]")`, "seen live, before the turn ends")
+	res, err := claude.FinalResult(c.Receive(ctx))
+	if err != nil || res.IsError {
+		t.Fatalf("the host's own turn: %+v %v", res, err)
+	}
+	b.until(`!!document.querySelector("[data-turn-end]")`, "the turn's end in the console")
 }
