@@ -82,6 +82,13 @@ type Prompt struct {
 	Native json.RawMessage `json:"native,omitempty"`
 }
 
+// Batcher is a session that hands its events over in the batches they
+// became ready in (optional: a reader of Events gets the same events one
+// by one): a reader that logs them writes a batch at once.
+type Batcher interface {
+	EventBatches(ctx context.Context) iter.Seq2[[]Event, error]
+}
+
 // NativeSession is a session a native client drives (StartRequest.Native)
 // besides its prompts: its lines go to the agent, and control requests of
 // the agent's protocol are answered.

@@ -109,7 +109,11 @@ func fakeEnv(n, size int) map[string]string {
 // runner in its own process, each the median of reps runs, with the agent
 // cli in env.
 func throughput(self, cli string, env map[string]string, reps int, heapFloor int64) (tpResult, error) {
-	rc, err := startChild(self, cli, env, heapFloor)
+	var extra []string
+	if prof := os.Getenv("RUNNERBENCH_RUNNER_CPUPROFILE"); prof != "" {
+		extra = append(extra, "-cpuprofile", prof)
+	}
+	rc, err := startChild(self, cli, env, heapFloor, extra...)
 	if err != nil {
 		return tpResult{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,21 @@ func serveChild(args []string) int {
 	})
 	floor := fs.Int64("gc-heap-floor", gcfloor.Default, "as tether serve's flag")
 	exact := fs.Bool("exact-profile", false, "record every allocation (for a heap profile; costs memory)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the runner to `FILE`")
 	_ = fs.Parse(args)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *exact {
 		runtime.MemProfileRate = 1
 	}

@@ -265,6 +265,12 @@ func (s *canonicalSession) Events(ctx context.Context) iter.Seq2[agent.Event, er
 	return s.out.Events(ctx)
 }
 
+// EventBatches is Events in the batches the events became ready in
+// (agent.Batcher).
+func (s *canonicalSession) EventBatches(ctx context.Context) iter.Seq2[[]agent.Event, error] {
+	return s.out.Batches(ctx)
+}
+
 func (s *canonicalSession) Prompt(ctx context.Context, p agent.Prompt) error {
 	s.mu.Lock()
 	switch {

@@ -286,6 +286,12 @@ func (s *session) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
 	return s.out.Events(ctx)
 }
 
+// EventBatches is Events in the batches the events became ready in
+// (agent.Batcher).
+func (s *session) EventBatches(ctx context.Context) iter.Seq2[[]agent.Event, error] {
+	return s.out.Batches(ctx)
+}
+
 // Prompt starts a turn.
 func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	s.mu.Lock()

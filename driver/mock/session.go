@@ -101,6 +101,12 @@ func (s *session) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
 	return s.out.Events(ctx)
 }
 
+// EventBatches is Events in the batches the events became ready in
+// (agent.Batcher).
+func (s *session) EventBatches(ctx context.Context) iter.Seq2[[]agent.Event, error] {
+	return s.out.Batches(ctx)
+}
+
 // Prompt starts a turn: turn.started and the user_message are queued
 // before it returns, the rest comes from the turn's goroutine.
 func (s *session) Prompt(_ context.Context, p agent.Prompt) error {

@@ -33,11 +33,13 @@ type feed struct {
 
 func newFeed() *feed { return &feed{appended: make(chan struct{})} }
 
-// logged keeps e, logged at position pos, and wakes the readers. Under
-// appending.
-func (f *feed) logged(pos uint64, e *agent.Event) {
+// logged keeps events, logged at consecutive positions from pos, and
+// wakes the readers once. Under appending.
+func (f *feed) logged(pos uint64, events []agent.Event) {
 	f.mu.Lock()
-	f.keep(FeedEvent{Pos: pos, Event: *e})
+	for i := range events {
+		f.keep(FeedEvent{Pos: pos + uint64(i), Event: events[i]})
+	}
 	close(f.appended)
 	f.appended = make(chan struct{})
 	f.mu.Unlock()

@@ -357,13 +357,23 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 	if err := m1.Prompt(ctx(t), info.ID, agent.Prompt{Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
+	// Up to the approval and its tool's item, in whichever order they
+	// come (the CLI's question and its message race in the SDK).
 	var before []agent.Event
+	var asked *agent.Approval
+	started := map[string]bool{}
 	for e, err := range m1.Events(ctx(t), info.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		before = append(before, e)
-		if e.Kind == agent.KindApprovalRequested {
+		switch e.Kind {
+		case agent.KindApprovalRequested:
+			asked = e.Approval
+		case agent.KindItemStarted:
+			started[e.Item.ID] = true
+		}
+		if asked != nil && started[asked.ItemID] {
 			break
 		}
 	}
@@ -406,7 +416,7 @@ func TestRestartEndsTheSessionsItLeftRunning(t *testing.T) {
 		// The Write waiting for the approval is the one open item: it did
 		// not run.
 		want := []agent.Kind{agent.KindApprovalResolved, agent.KindItemCompleted, agent.KindTurnCompleted, agent.KindSessionEnded}
-		approved := before[len(before)-1].Approval
+		approved := asked
 		if !slices.Equal(kinds, want) || after[0].Resolution.Decision != agent.Deny ||
 			after[0].Resolution.ApprovalID != approved.ID ||
 			after[1].Item.ID != approved.ItemID || after[1].Item.Status != agent.ItemDeclined || after[1].TurnID != approved.TurnID ||

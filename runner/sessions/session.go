@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -104,22 +105,30 @@ func (s *session) relay(ctx context.Context) (end agent.Event) {
 		end = ended(failure)
 		end.Session.Reason = "error"
 	})
-	for e, err := range s.agent.Events(ctx) {
+	for batch, err := range batches(ctx, s.agent) {
 		if err != nil {
 			s.m.log.Warn("session events failed", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
 			failure := &agent.Error{Code: agent.ErrorAgentExit, Message: err.Error()}
 			s.failTurn(ctx, failure)
 			return ended(failure)
 		}
-		if e.Kind == agent.KindSessionEnded {
+		n := len(batch)
+		for i := range batch {
+			if batch[i].Kind == agent.KindSessionEnded {
+				n = i
+				break
+			}
+			s.track(ctx, &batch[i])
+		}
+		if err := s.appendBatch(ctx, batch[:n]); err != nil {
+			s.m.log.Error("session events not logged", "session", s.rec.ID, "agent", s.rec.Agent, "events", n, "err", err)
+		}
+		if n < len(batch) {
+			e := batch[n]
 			if e.Session == nil {
 				e.Session = &agent.SessionInfo{Agent: s.rec.Agent, Reason: "exited"}
 			}
 			return e
-		}
-		s.track(ctx, &e)
-		if err := s.append(ctx, &e); err != nil {
-			s.m.log.Error("session event not logged", "session", s.rec.ID, "agent", s.rec.Agent, "kind", e.Kind, "err", err)
 		}
 	}
 	failure := &agent.Error{Code: agent.ErrorAgentExit, Message: "the agent's events ended without its session's end"}
@@ -325,49 +334,114 @@ func (s *session) save() {
 	}
 }
 
-// append logs the event with its seq and wakes live readers.
+// batches yields a's events in the batches it hands them over in, or one
+// by one when it does not batch them.
+func batches(ctx context.Context, a agent.Session) iter.Seq2[[]agent.Event, error] {
+	if b, ok := a.(agent.Batcher); ok {
+		return b.EventBatches(ctx)
+	}
+	return func(yield func([]agent.Event, error) bool) {
+		var one [1]agent.Event
+		for e, err := range a.Events(ctx) {
+			one[0] = e
+			if !yield(one[:], err) {
+				return
+			}
+		}
+	}
+}
+
+// append logs one event with its seq and wakes live readers.
 func (s *session) append(ctx context.Context, e *agent.Event) error {
-	seq, err := s.m.logEvent(ctx, s.rec.Agent, s.rec.ID, e)
+	one := []agent.Event{*e}
+	err := s.appendBatch(ctx, one)
+	*e = one[0]
+	return err
+}
+
+// appendBatch logs events with consecutive seqs, all or none, and hands
+// them to live readers.
+func (s *session) appendBatch(ctx context.Context, events []agent.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	last, err := s.m.logEvents(ctx, s.rec.Agent, s.rec.ID, events)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.rec.LastSeq = seq
+	s.rec.LastSeq = last
 	for sub := range s.subs {
-		select {
-		case sub.ch <- *e:
-		default: // too far behind: it goes back to the log
-			sub.lagged = true
-			close(sub.ch)
-			delete(s.subs, sub)
+		for i := range events {
+			select {
+			case sub.ch <- events[i]:
+				continue
+			default: // too far behind: it goes back to the log
+				sub.lagged = true
+				close(sub.ch)
+				delete(s.subs, sub)
+			}
+			break
 		}
 	}
 	s.mu.Unlock()
 	return nil
 }
 
-// logEvent writes e to session id's log, numbers it with its seq, hands
-// it to the runner-wide feed's readers at the position the log gave it,
-// and tells the observer: every event a session's log gets goes through
-// here, a live session's and one a restart ends alike.
+// logEvent writes e to session id's log; see logEvents.
 func (m *Manager) logEvent(ctx context.Context, agentKind, id string, e *agent.Event) (uint64, error) {
-	payload, err := e.AppendJSON(nil)
-	if err != nil {
-		return 0, err
+	one := []agent.Event{*e}
+	seq, err := m.logEvents(ctx, agentKind, id, one)
+	*e = one[0]
+	return seq, err
+}
+
+// logEvents writes events to session id's log in one append, numbers
+// each with its seq, hands them to the runner-wide feed's readers at the
+// positions the log gave them, and tells the observer: every event a
+// session's log gets goes through here, a live session's and one a
+// restart ends alike. It returns the last seq.
+func (m *Manager) logEvents(ctx context.Context, agentKind, id string, events []agent.Event) (uint64, error) {
+	payloads := make([][]byte, len(events))
+	for i := range events {
+		p, err := events[i].AppendJSON(make([]byte, 0, encodedSize(&events[i])))
+		if err != nil {
+			return 0, err
+		}
+		payloads[i] = p
 	}
-	one := [1][]byte{payload}
 	m.feed.appending.Lock()
-	seq, pos, err := m.cfg.Log.AppendAt(ctx, id, one[:])
+	first, pos, err := m.cfg.Log.AppendAt(ctx, id, payloads)
 	if err == nil {
-		e.Seq, e.Logged = int64(seq), payload
-		m.feed.logged(pos, e)
+		for i := range events {
+			events[i].Seq, events[i].Logged = int64(first)+int64(i), payloads[i]
+		}
+		m.feed.logged(pos, events)
 	}
 	m.feed.appending.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	m.cfg.Observer.EventLogged(agentKind, e)
-	return seq, nil
+	for i := range events {
+		m.cfg.Observer.EventLogged(agentKind, &events[i])
+	}
+	return first + uint64(len(events)) - 1, nil
+}
+
+// encodedSize is about how long e's JSON is, to encode it without
+// growing the buffer.
+func encodedSize(e *agent.Event) int {
+	n := 256 + len(e.Raw) + len(e.SessionID) + len(e.TurnID)
+	if e.Item != nil {
+		n += len(e.Item.Text) + len(e.Item.ID) + len(e.Item.MessageID) + len(e.Item.ParentID)
+		if c := e.Item.Command; c != nil {
+			n += len(c.Output) + len(c.Command)
+		}
+	}
+	if e.Delta != nil {
+		n += len(e.Delta.Text) + len(e.Delta.ItemID)
+	}
+	return n + n/8 // room for escapes
 }
 
 // subscriber is a live reader of a session.

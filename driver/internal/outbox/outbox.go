@@ -127,6 +127,30 @@ func (o *Outbox) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
 	}
 }
 
+// Batches yields what Events yields, in the batches it takes them in: a
+// reader that logs events writes each batch at once. A batch is the
+// reader's until it asks for the next.
+func (o *Outbox) Batches(ctx context.Context) iter.Seq2[[]agent.Event, error] {
+	return func(yield func([]agent.Event, error) bool) {
+		var batch []agent.Event
+		for {
+			e, ok, err := o.Take(ctx)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !ok {
+				return
+			}
+			batch = o.takeRest(append(batch[:0], e))
+			if !yield(batch, nil) {
+				return
+			}
+			clear(batch)
+		}
+	}
+}
+
 // takeRest appends every queued event to batch and empties the queue.
 func (o *Outbox) takeRest(batch []agent.Event) []agent.Event {
 	o.mu.Lock()
