@@ -268,3 +268,27 @@ func TestAppendLoggedIsAppendJSON(t *testing.T) {
 		}
 	}
 }
+
+// A logged event decodes to the event that was logged, as ParseEvent
+// decodes it.
+func TestDecodeLoggedIsParseEvent(t *testing.T) {
+	for _, e := range oneOfEach() {
+		e.Raw = json.RawMessage(`{"type":"x","n":[1,2,{"a":"\u00e9\n"}]}`)
+		data, err := e.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := agent.ParseEvent(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := agent.DecodeLogged(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Logged = nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: DecodeLogged\n got %+v\nwant %+v", e.Kind, got, want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package sessions
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -79,8 +78,8 @@ func (m *Manager) replay(ctx context.Context, id string, after uint64, yield fun
 			yield(agent.Event{}, fmt.Errorf("sessions: read %s after %d: %w", id, after, err))
 			return after, false
 		}
-		var e agent.Event
-		if err := json.Unmarshal(ev.Payload, &e); err != nil {
+		e, err := agent.DecodeLogged(ev.Payload)
+		if err != nil {
 			yield(agent.Event{}, fmt.Errorf("sessions: event %d of %s: %w", ev.Seq, id, err))
 			return after, false
 		}
@@ -114,8 +113,8 @@ func (m *Manager) loggedItems(ctx context.Context, id string) ([]agent.Item, err
 		if err != nil {
 			return nil, fmt.Errorf("sessions: read %s: %w", id, err)
 		}
-		var e agent.Event
-		if err := json.Unmarshal(ev.Payload, &e); err != nil {
+		e, err := agent.DecodeLogged(ev.Payload)
+		if err != nil {
 			return nil, fmt.Errorf("sessions: event %d of %s: %w", ev.Seq, id, err)
 		}
 		if e.Kind == agent.KindItemCompleted {

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"sync"
@@ -91,8 +90,8 @@ func (m *Manager) feedAfter(ctx context.Context, after uint64, yield func(FeedEv
 			yield(FeedEvent{}, fmt.Errorf("sessions: feed after %d: %w", after, err))
 			return after, false
 		}
-		var e agent.Event
-		if err := json.Unmarshal(fe.Payload, &e); err != nil {
+		e, err := agent.DecodeLogged(fe.Payload)
+		if err != nil {
 			yield(FeedEvent{}, fmt.Errorf("sessions: feed event %d: %w", fe.Pos, err))
 			return after, false
 		}

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -125,8 +124,8 @@ func (m *Manager) openWork(ctx context.Context, id string) (*openWork, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sessions: read %s: %w", id, err)
 		}
-		var e agent.Event
-		if err := json.Unmarshal(ev.Payload, &e); err != nil {
+		e, err := agent.DecodeLogged(ev.Payload)
+		if err != nil {
 			// One damaged event must not keep the session from ending.
 			m.log.Warn("sessions: event of an earlier run not readable", "session", id, "seq", ev.Seq, "err", err)
 			continue
