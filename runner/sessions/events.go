@@ -58,7 +58,7 @@ func (m *Manager) live(ctx context.Context, s *session, sub *subscriber, after *
 				continue
 			}
 			*after = uint64(e.Seq)
-			if !yield(e, nil) {
+			if !yield(*e, nil) {
 				s.unsubscribe(sub)
 				return false
 			}
@@ -161,7 +161,7 @@ func (m *Manager) Diff(ctx context.Context, id string) ([]agent.FileChange, erro
 func (m *Manager) EventGroups(ctx context.Context, id string, after uint64, max int) iter.Seq2[[]agent.Event, error] {
 	max = cmp.Or(max, 1)
 	return func(yield func([]agent.Event, error) bool) {
-		group := make([]agent.Event, 0, min(max, 64))
+		var group []agent.Event // grows with the bursts it takes: an idle reader holds none
 		flush := func() bool {
 			if len(group) == 0 {
 				return true
@@ -213,10 +213,10 @@ func (m *Manager) EventGroups(ctx context.Context, id string, after uint64, max 
 // takes what else the subscription already holds, up to max.
 func (m *Manager) liveGroups(ctx context.Context, s *session, sub *subscriber, after *uint64, max int,
 	group *[]agent.Event, flush func() bool, fail func(error)) bool {
-	take := func(e agent.Event) {
+	take := func(e *agent.Event) {
 		if uint64(e.Seq) > *after {
 			*after = uint64(e.Seq)
-			*group = append(*group, e)
+			*group = append(*group, *e)
 		}
 	}
 	for {

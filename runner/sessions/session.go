@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -371,10 +372,15 @@ func (s *session) appendBatch(ctx context.Context, events []agent.Event) error {
 	}
 	s.mu.Lock()
 	s.rec.LastSeq = last
+	if len(s.subs) > 0 {
+		// One copy the readers share (the batch goes back to its driver).
+		shared := slices.Clone(events)
+		events = shared
+	}
 	for sub := range s.subs {
 		for i := range events {
 			select {
-			case sub.ch <- events[i]:
+			case sub.ch <- &events[i]:
 				continue
 			default: // too far behind: it goes back to the log
 				sub.lagged = true
@@ -444,16 +450,20 @@ func encodedSize(e *agent.Event) int {
 	return n + n/8 // room for escapes
 }
 
+// subscriberRoom is how many events a live reader may be behind before
+// it goes back to the log (which serves a reader that far behind as well).
+const subscriberRoom = 256
+
 // subscriber is a live reader of a session.
 type subscriber struct {
-	ch     chan agent.Event
+	ch     chan *agent.Event // shared with the other readers: not to be changed
 	lagged bool // set (under the session's mu) when it was dropped for falling behind
 }
 
 // subscribe registers a live reader; its channel closes when the session
 // ends (lagged false) or the reader fell behind (lagged true).
 func (s *session) subscribe() *subscriber {
-	sub := &subscriber{ch: make(chan agent.Event, 4096)}
+	sub := &subscriber{ch: make(chan *agent.Event, subscriberRoom)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
