@@ -34,7 +34,7 @@ func (e *CLINotFoundError) Is(target error) bool { return target == ErrCLINotFou
 func (e *CLINotFoundError) Unwrap() error { return e.Err }
 
 // VersionError is a CLI whose version is not the one its driver is tested
-// with.
+// with (Config.AllowUntestedVersion runs it anyway).
 type VersionError struct {
 	Kind   string
 	Found  string
@@ -42,7 +42,7 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("%s: the CLI is version %q, tested with %q (allow untested versions to run it anyway)", e.Kind, e.Found, e.Tested)
+	return fmt.Sprintf("%s: the CLI is version %q, tested with %q", e.Kind, e.Found, e.Tested)
 }
 
 // Is makes errors.Is(err, ErrUntestedVersion) true.

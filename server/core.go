@@ -24,7 +24,6 @@ import (
 // daemon). Close releases it after Sessions has shut down.
 type Core struct {
 	Sessions *sessions.Manager
-	cfg      Config
 	canonical
 	stop func()
 }
@@ -43,7 +42,7 @@ func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 	if err := makeDirs(cfg); err != nil {
 		return nil, err
 	}
-	c := &Core{cfg: cfg}
+	c := &Core{}
 	if c.canonical, err = openCanonical(cfg, log, canonicalOptions{}); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package claudecli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -81,11 +82,7 @@ func provide(req driver.ProviderRequest) (driver.Provision, error) {
 	if req.Proxies == nil || len(creds) == 0 {
 		return driver.Provision{Env: env}, nil
 	}
-	upstream := req.Env["ANTHROPIC_BASE_URL"]
-	if upstream == "" {
-		upstream = agentproc.AnthropicAPI
-	}
-	url, err := req.Proxies.Behind(upstream, creds)
+	url, err := req.Proxies.Behind(cmp.Or(req.Env["ANTHROPIC_BASE_URL"], agentproc.AnthropicAPI), creds)
 	if err != nil {
 		return driver.Provision{}, err
 	}
