@@ -1,48 +1,57 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/driver/claudecli"
-	"github.com/tetherhq/tether/driver/codex"
-	"github.com/tetherhq/tether/driver/mock"
-	"github.com/tetherhq/tether/driver/opencode"
+	"github.com/tetherhq/tether/driver"
+	_ "github.com/tetherhq/tether/driver/all" // every agent kind
 	"github.com/tetherhq/tether/sandbox"
 )
 
-// agentKinds are the agent kinds whose CLI a runner can be given
-// (--cli NAME=PATH); the mock needs none and is always offered.
-func agentKinds() []string { return []string{"claude", "codex", "opencode"} }
+// claudeKind is the kind of Config.CLIPath and of a bare --cli PATH:
+// Claude Code's, from before runners had other agents.
+const claudeKind = "claude"
 
 // ParseCLIFlag reads one --cli value: NAME=PATH names an agent kind's CLI,
-// a bare PATH is Claude Code's (as before there were other kinds).
+// a bare PATH is Claude Code's.
 func ParseCLIFlag(value string) (kind, path string) {
 	if name, p, ok := strings.Cut(value, "="); ok && name != "" && !strings.ContainsRune(name, '/') {
 		return name, p
 	}
-	return "claude", value
+	return claudeKind, value
 }
 
-// checkCLIs refuses CLIs of kinds the runner does not know and a Claude
-// CLI given twice, and moves Claude's into CLIPath.
+// CLIKinds are the agent kinds whose CLI a runner can be given (--cli
+// NAME=PATH), in the default order; the others are built in.
+func CLIKinds() []string {
+	var names []string
+	for _, k := range driver.Kinds() {
+		if !k.Builtin() {
+			names = append(names, k.Name)
+		}
+	}
+	return names
+}
+
+// checkCLIs refuses CLIs of kinds the runner does not know (or that need
+// none) and a Claude CLI given twice, and moves Claude's into CLIPath.
 func (cfg *Config) checkCLIs() error {
 	for kind, path := range cfg.CLIs {
-		if !slices.Contains(agentKinds(), kind) {
-			return &ConfigError{Field: "CLIs", Reason: fmt.Sprintf("no agent kind %q (--cli takes NAME=PATH with NAME one of %s, or the claude PATH alone)",
-				kind, strings.Join(agentKinds(), ", "))}
+		if !slices.Contains(CLIKinds(), kind) {
+			return &ConfigError{Field: "CLIs", Reason: fmt.Sprintf("no agent kind %q with a CLI (--cli takes NAME=PATH with NAME one of %s, or the %s PATH alone)",
+				kind, strings.Join(CLIKinds(), ", "), claudeKind)}
 		}
 		if path == "" {
 			return &ConfigError{Field: "CLIs", Reason: fmt.Sprintf("an empty path for %s", kind)}
 		}
 	}
-	if p, ok := cfg.CLIs["claude"]; ok {
+	if p, ok := cfg.CLIs[claudeKind]; ok {
 		if cfg.CLIPath != "" && cfg.CLIPath != p {
 			return &ConfigError{Field: "CLIs", Reason: "two claude CLIs given"}
 		}
@@ -51,82 +60,99 @@ func (cfg *Config) checkCLIs() error {
 	return nil
 }
 
-// cliFor is the CLI of kind: the configured one (explicit is true), else
-// the name looked up on PATH.
+// cliFor is the CLI the configuration names for kind (explicit is true),
+// or "" to look it up.
 func (cfg Config) cliFor(kind string) (path string, explicit bool) {
 	if p, ok := cfg.CLIs[kind]; ok {
 		return p, true
 	}
-	return kind, false
-}
-
-// canonicalDrivers are the agents the sessions API offers: Claude Code
-// under the runner's policy (the driver protocol v1 uses), and each other
-// kind whose CLI was given or is found on PATH. A kind given with --cli
-// that cannot be used stops the runner with the reason; one merely not
-// found is left out, and unavailable says why.
-func canonicalDrivers(cfg Config, claude *claudecli.Driver, proxies *keyProxies, log *slog.Logger) (drivers map[string]agent.Driver, unavailable map[string]string, err error) {
-	drivers = map[string]agent.Driver{"claude": claude, "mock": mock.New(mock.Config{})}
-	unavailable = map[string]string{}
-	for _, kind := range []string{"codex", "opencode"} {
-		path, explicit := cfg.cliFor(kind)
-		if !explicit {
-			if _, err := exec.LookPath(path); err != nil {
-				unavailable[kind] = fmt.Sprintf("no %s on PATH (tether serve --cli %s=PATH)", kind, kind)
-				continue
-			}
-		}
-		d, err := optionalDriver(kind, path, cfg, proxies, log)
-		if err != nil {
-			if explicit {
-				return nil, nil, err
-			}
-			unavailable[kind] = err.Error()
-			log.Warn("agent not offered", "agent", kind, "err", err)
-			continue
-		}
-		drivers[kind] = d
+	if kind == claudeKind && cfg.CLIPath != "" {
+		return cfg.CLIPath, true
 	}
-	log.Info("agents offered", "agents", slices.Sorted(maps.Keys(drivers)))
-	return drivers, unavailable, nil
+	return "", false
 }
 
-// optionalDriver is the driver of kind with its CLI at path, under the
-// runner's policy: its slice of the environment, the runner's provider
-// configuration in each session's home (keys behind proxies when
-// sandboxed), the sandbox, and the turn timeout.
-func optionalDriver(kind, path string, cfg Config, proxies *keyProxies, log *slog.Logger) (agent.Driver, error) {
-	env := agentEnv(kind, os.Environ(), cfg.AgentEnv)
-	var policy *sandbox.Policy
+// agents are what a runner offers: a driver per kind it has, the CLI
+// each runs (AgentHealth watches them), and why each other kind of the
+// registry is not offered.
+type agents struct {
+	drivers     map[string]agent.Driver
+	clis        map[string]string
+	unavailable map[string]string
+}
+
+// offerAgents makes the driver of every registered kind under the
+// runner's policy. A kind whose CLI is not found, or cannot be used, is
+// left out, and unavailable says why; a CLI named in the configuration
+// that cannot be used, and a sandbox this machine cannot make, stop the
+// runner with the reason. The log says which agents are offered, and
+// which not and why.
+func offerAgents(cfg Config, proxies *keyProxies, log *slog.Logger) (agents, error) {
+	a := agents{drivers: map[string]agent.Driver{}, clis: map[string]string{}, unavailable: map[string]string{}}
+	var offered []string
+	for _, k := range driver.Kinds() {
+		path, explicit := cfg.cliFor(k.Name)
+		d, cli, err := newAgent(k, path, cfg, proxies, log)
+		switch {
+		case err == nil:
+			offered = append(offered, k.Name)
+			a.drivers[k.Name] = d
+			if cli != "" {
+				a.clis[k.Name] = cli
+			}
+		case explicit || errors.Is(err, sandbox.ErrUnavailable):
+			return agents{}, err
+		case errors.Is(err, driver.ErrCLINotFound):
+			a.unavailable[k.Name] = fmt.Sprintf("%v (give its path with --cli %s=PATH)", err, k.Name)
+			log.Info("agent not offered", "agent", k.Name, "reason", a.unavailable[k.Name])
+		default: // a CLI that is there but cannot be used
+			a.unavailable[k.Name] = err.Error()
+			log.Warn("agent not offered", "agent", k.Name, "reason", a.unavailable[k.Name])
+		}
+	}
+	log.Info("agents offered", "agents", offered)
+	return a, nil
+}
+
+// newAgent makes kind k's driver, its CLI at path (looked up when empty),
+// under the runner's policy: its slice of the environment, the runner's
+// provider configuration (keys behind proxies when sandboxed), the
+// sandbox and the limits. cli is the CLI it runs, "" for a built-in kind.
+func newAgent(k driver.Kind, path string, cfg Config, proxies *keyProxies, log *slog.Logger) (d agent.Driver, cli string, err error) {
+	env := k.Environ(os.Environ(), cfg.AgentEnv)
+	if cli, err = k.Find(path, envList(env)); err != nil {
+		return nil, "", err
+	}
+	req := driver.ProviderRequest{Env: env, Getenv: os.Getenv}
 	if cfg.Sandbox {
-		policy = &sandbox.Policy{Hide: []string{cfg.WorkspaceRoot, cfg.DataDir}, ReadOnly: cfg.SandboxReadOnly, ToolNetwork: cfg.AllowToolNetwork}
+		req.Proxies = proxies
 	}
-	log = log.With("agent", kind)
-	switch kind {
-	case "codex":
-		p, err := codexProvider(env, os.Getenv, proxies)
-		if err != nil {
-			return nil, err
-		}
-		d, err := codex.New(codex.Config{CLIPath: path, Env: envList(p.env), HomeFiles: p.homeFiles, Sandbox: policy,
-			AllowUntestedVersion: cfg.AllowUntestedAgents, TurnTimeout: cfg.TurnTimeout, Logger: log})
-		if err != nil {
-			return nil, err // not a nil *codex.Driver in an interface
-		}
-		return d, nil
-	case "opencode":
-		p, err := openCodeProvider(env, os.Getenv, proxies)
-		if err != nil {
-			return nil, err
-		}
-		d, err := opencode.New(opencode.Config{CLIPath: path, Env: envList(p.env), HomeFiles: p.homeFiles, Sandbox: policy,
-			AllowUntestedVersion: cfg.AllowUntestedAgents, TurnTimeout: cfg.TurnTimeout, Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		return d, nil
+	p, err := k.Provide(req)
+	if err != nil {
+		return nil, "", err
 	}
-	return nil, fmt.Errorf("server: no driver for %s", kind)
+	dc := driver.Config{CLIPath: cli, Env: envList(p.Env), HomeFiles: p.HomeFiles,
+		AllowUntestedVersion: cfg.AllowUntestedAgents, TurnTimeout: cfg.TurnTimeout,
+		InitializeTimeout: cfg.InitializeTimeout, Logger: log.With("agent", k.Name)}
+	if cfg.Sandbox {
+		dc.Sandbox = sandboxPolicy(cfg)
+	}
+	if d, err = k.New(dc); err != nil {
+		if errors.Is(err, driver.ErrUntestedVersion) {
+			err = fmt.Errorf("%w; --allow-untested-agents runs it anyway", err)
+		}
+		return nil, "", err
+	}
+	return d, cli, nil
+}
+
+// sandboxPolicy is the runner's part of every agent's sandbox: the
+// workspaces root and the data directory hidden (a session's own
+// workspace and home are mounted back), the operator's read-only paths,
+// and whether sessions may ask for network in their commands.
+func sandboxPolicy(cfg Config) *sandbox.Policy {
+	return &sandbox.Policy{Hide: []string{cfg.WorkspaceRoot, cfg.DataDir}, ReadOnly: cfg.SandboxReadOnly,
+		ToolNetwork: cfg.AllowToolNetwork}
 }
 
 // envList is env as NAME=value entries, sorted.

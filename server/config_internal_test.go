@@ -30,7 +30,7 @@ func TestResolvedPathsAreAbsolute(t *testing.T) {
 			t.Errorf("%s resolved to %s", rel, got)
 		}
 	}
-	for _, h := range driverConfig(cfg, nil, nil).Sandbox.Hide {
+	for _, h := range sandboxPolicy(cfg).Hide {
 		if !filepath.IsAbs(h) {
 			t.Errorf("sandbox hides %q, not absolute", h)
 		}
@@ -77,8 +77,8 @@ func TestSandboxReadOnly(t *testing.T) {
 	if want := filepath.Join(dir, "toolchain"); len(cfg.SandboxReadOnly) != 1 || cfg.SandboxReadOnly[0] != want {
 		t.Fatalf("SandboxReadOnly %q", cfg.SandboxReadOnly)
 	}
-	if got := driverConfig(cfg, nil, nil).Sandbox.ReadOnly; len(got) != 1 || got[0] != filepath.Join(dir, "toolchain") {
-		t.Fatalf("Claude Code's policy reads %q", got)
+	if got := sandboxPolicy(cfg).ReadOnly; len(got) != 1 || got[0] != filepath.Join(dir, "toolchain") {
+		t.Fatalf("the agents' policy reads %q", got)
 	}
 	for _, link := range []string{"ro-link", "secret-link"} {
 		if err := os.Symlink("etc-tether", link); err != nil {

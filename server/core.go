@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/tetherhq/tether/driver/claudecli"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
@@ -27,15 +24,14 @@ import (
 // daemon). Close releases it after Sessions has shut down.
 type Core struct {
 	Sessions *sessions.Manager
-	cfg      Config
 	canonical
 	stop func()
 }
 
 // OpenCore assembles the core from cfg's data, workspace, agent and
-// approval settings (the listening and auth settings are not read).
-// Unlike a runner, a daemon runs without Claude Code when its CLI is not
-// installed (and was not named): its other agents still serve.
+// approval settings (the listening and auth settings are not read). As
+// a runner does, it offers the agents it has and lists the others as
+// unavailable, with the reason.
 func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -46,8 +42,8 @@ func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 	if err := makeDirs(cfg); err != nil {
 		return nil, err
 	}
-	c := &Core{cfg: cfg}
-	if c.canonical, err = openCanonical(cfg, log, canonicalOptions{claudeOptional: true}); err != nil {
+	c := &Core{}
+	if c.canonical, err = openCanonical(cfg, log, canonicalOptions{}); err != nil {
 		return nil, err
 	}
 	c.Sessions = c.sessions
@@ -56,30 +52,28 @@ func OpenCore(cfg Config, log *slog.Logger) (_ *Core, err error) {
 }
 
 // canonical is what tether serve and tether daemon both open: the event
-// log, the workspaces, Claude Code's driver, the approvals and the
-// sessions of every agent the configuration offers.
+// log, the workspaces, the approvals and the sessions of every agent the
+// runner has.
 type canonical struct {
 	log        *eventlog.Bolt
 	approvals  *approvals.Store
 	proxies    *keyProxies
 	workspaces *workspace.Manager
-	claude     *claudecli.Driver
-	sessions   *sessions.Manager
+	// clis are the CLIs the agents offered run, by kind.
+	clis     map[string]string
+	sessions *sessions.Manager
 }
 
 // canonicalOptions are where the two differ.
 type canonicalOptions struct {
-	// claudeOptional leaves Claude Code out, as unavailable, when its CLI
-	// is not found and was not named.
-	claudeOptional bool
-	onCommit       func(took time.Duration, events int, err error) // the event log's
-	observer       sessions.Observer
+	onCommit func(took time.Duration, events int, err error) // the event log's
+	observer sessions.Observer
 }
 
 // openCanonical opens the canonical core; on an error nothing is left
 // open.
 func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonical, err error) {
-	c.proxies = newKeyProxies(cfg.Sandbox, log)
+	c.proxies = newKeyProxies(log)
 	defer func() {
 		if err != nil {
 			c.close()
@@ -92,32 +86,18 @@ func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonica
 	if c.workspaces, err = workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")}); err != nil {
 		return c, err
 	}
-	claudeEnv, err := claudeProvider(agentEnv("claude", os.Environ(), cfg.AgentEnv), c.proxies)
-	if err != nil {
-		return c, err
-	}
-	claudeMissing := ""
-	if c.claude, err = claudecli.New(driverConfig(cfg, claudeEnv.env, log)); err != nil {
-		if !o.claudeOptional || cfg.CLIPath != "" {
-			return c, err
-		}
-		claudeMissing, c.claude = err.Error(), &claudecli.Driver{}
-	}
 	if c.approvals, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
 		return c, withRemedy(err, cfg.DataDir)
 	}
-	// Claude Code under the same policy (CLI, environment, sandbox) as
-	// protocol v1's sessions, and every other agent the runner has: a
-	// workspace is one session's at a time whichever front end opened it.
-	drivers, unavailable, err := canonicalDrivers(cfg, c.claude, c.proxies, log)
+	// Every agent under the same policy (CLI, environment, sandbox),
+	// whichever front end opens its sessions: a workspace is one
+	// session's at a time.
+	offered, err := offerAgents(cfg, c.proxies, log)
 	if err != nil {
 		return c, err
 	}
-	if claudeMissing != "" {
-		delete(drivers, "claude")
-		unavailable["claude"] = claudeMissing
-	}
-	c.sessions, err = sessions.New(sessions.Config{Drivers: drivers, Unavailable: unavailable,
+	c.clis = offered.clis
+	c.sessions, err = sessions.New(sessions.Config{Drivers: offered.drivers, Unavailable: offered.unavailable,
 		Workspaces: c.workspaces, Log: c.log, Approvals: c.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
 		IndexDir: filepath.Join(cfg.DataDir, "sessions"), Observer: o.observer})
 	return c, err
@@ -161,18 +141,13 @@ func (c canonical) close() {
 func (c *Core) AgentHealth() map[string]error {
 	out := map[string]error{}
 	for kind := range c.Sessions.Agents() {
-		if kind == "mock" {
-			out[kind] = nil
-			continue
+		out[kind] = nil
+		if cli, ok := c.clis[kind]; ok { // a built-in kind has none
+			out[kind] = cliReady(cli)
 		}
-		path, _ := c.cfg.cliFor(kind)
-		if kind == "claude" && c.cfg.CLIPath != "" {
-			path = c.cfg.CLIPath
-		}
-		out[kind] = cliReady(path)
 	}
 	for kind, why := range c.Sessions.Unavailable() {
-		out[kind] = fmt.Errorf("%s", why)
+		out[kind] = errors.New(why)
 	}
 	return out
 }
@@ -184,15 +159,17 @@ func cliReady(path string) error {
 	return err
 }
 
-// AgentKinds are the kinds AgentHealth reports, sorted, without looking
-// at their CLIs.
+// AgentKinds are the kinds AgentHealth reports, in the default order,
+// without looking at their CLIs: every registered kind.
 func (c *Core) AgentKinds() []string {
-	kinds := slices.Collect(maps.Keys(c.Sessions.Agents()))
-	for kind := range c.Sessions.Unavailable() {
-		kinds = append(kinds, kind)
+	var kinds []string
+	offered, unavailable := c.Sessions.Agents(), c.Sessions.Unavailable()
+	for _, name := range driver.Names() {
+		if _, ok := offered[name]; ok || unavailable[name] != "" {
+			kinds = append(kinds, name)
+		}
 	}
-	slices.Sort(kinds)
-	return slices.Compact(kinds)
+	return kinds
 }
 
 // Close stops gracefully: it takes no new sessions or turns, lets the

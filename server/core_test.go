@@ -6,11 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/runner/sessions"
+	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/server"
 )
 
@@ -28,6 +32,7 @@ func TestOpenCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin)
+	t.Setenv("HOME", t.TempDir()) // nor where Claude Code installs itself
 	c, err := server.OpenCore(server.Config{DataDir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -36,8 +41,13 @@ func TestOpenCore(t *testing.T) {
 		t.Error("Claude Code offered without its CLI")
 	}
 	health := c.AgentHealth()
-	if health["mock"] != nil || health["claude"] == nil || health["codex"] == nil {
+	if health["mock"] != nil || health["claude"] == nil || health["codex"] == nil ||
+		!strings.Contains(health["claude"].Error(), "--cli claude=PATH") {
 		t.Errorf("health %v", health)
+	}
+	// Every registered kind, offered or not, in the default order.
+	if got := c.AgentKinds(); !slices.Equal(got, driver.Names()) || len(health) != len(got) {
+		t.Errorf("kinds %v, the registry's %v", got, driver.Names())
 	}
 	closeCore(t, c)
 
@@ -144,5 +154,46 @@ func TestCoreCloseLetsTurnsFinish(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An agent CLI found on PATH that cannot be used (another version than
+// the tested one) is left out with the reason and the remedy; a sandbox
+// the machine cannot make (here: no bwrap) stops the core instead of
+// leaving it without its agents.
+func TestAgentOnPathThatCannotRun(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(git, filepath.Join(bin, "git")); err != nil {
+		t.Fatal(err)
+	}
+	codex := filepath.Join(bin, "codex")
+	writeCodex := func(version string) {
+		if err := os.WriteFile(codex, []byte("#!/bin/sh\necho "+version+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("HOME", t.TempDir())
+
+	writeCodex("codex-cli 0.1.0")
+	c, err := server.OpenCore(server.Config{DataDir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := c.Sessions.Unavailable()["codex"]
+	closeCore(t, c)
+	if !strings.Contains(why, `"codex-cli 0.1.0"`) ||
+		!strings.Contains(why, "--allow-untested-agents") {
+		t.Fatalf("codex 0.1.0 unavailable: %q", why)
+	}
+
+	writeCodex("codex-cli 0.169.0")
+	_, err = server.OpenCore(server.Config{DataDir: t.TempDir(), Sandbox: true}, nil)
+	if !errors.Is(err, sandbox.ErrUnavailable) {
+		t.Fatalf("a sandbox that cannot be made: %v", err)
 	}
 }

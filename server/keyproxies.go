@@ -7,30 +7,36 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/runner/keyproxy"
 )
 
-// keyProxies keeps model API keys out of sandboxed agents: a tool command
+// keyProxies keep model API keys out of sandboxed agents (the
+// driver.KeyProxies each kind's provider wiring is handed): a tool command
 // can read its agent's environment (/proc/PID/environ) and configuration
 // files, so a sandboxed agent is given a loopback proxy's address and a
 // stand-in key, and only the proxy holds the real one. A proxy is started
 // per upstream and key, on demand; all share one stand-in token, so one
 // key variable of an agent's environment opens every upstream its
-// configuration names. Without the sandbox it starts nothing.
+// configuration names. Unused, it starts nothing.
 type keyProxies struct {
-	sandboxed bool
-	token     string
-	log       *slog.Logger
-	started   map[string]*keyproxy.Proxy
+	token   string
+	log     *slog.Logger
+	started map[string]*keyproxy.Proxy
 }
 
-func newKeyProxies(sandboxed bool, log *slog.Logger) *keyProxies {
-	return &keyProxies{sandboxed: sandboxed, token: keyproxy.NewToken(), log: log, started: map[string]*keyproxy.Proxy{}}
+var _ driver.KeyProxies = (*keyProxies)(nil)
+
+func newKeyProxies(log *slog.Logger) *keyProxies {
+	return &keyProxies{token: keyproxy.NewToken(), log: log, started: map[string]*keyproxy.Proxy{}}
 }
 
-// behind returns the base URL that reaches upstream with creds (request
+// StandIn is the key every proxy takes.
+func (k *keyProxies) StandIn() string { return k.token }
+
+// Behind returns the base URL that reaches upstream with creds (request
 // header → real value) added to each request, starting its proxy once.
-func (k *keyProxies) behind(upstream string, creds map[string]string) (string, error) {
+func (k *keyProxies) Behind(upstream string, creds map[string]string) (string, error) {
 	var id strings.Builder
 	id.WriteString(upstream)
 	for _, h := range slices.Sorted(maps.Keys(creds)) {

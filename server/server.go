@@ -1,8 +1,9 @@
 // Package server assembles a runner process: the core, its event log,
-// workspaces, the Claude Code driver, the protocol v1 front end and the
-// sessions API (canonical sessions and durable approvals) behind
-// authentication, health endpoints, TLS and graceful shutdown. cmd/tether
-// only parses flags into a Config and calls Run.
+// workspaces, the driver of every registered agent kind (driver/all) under
+// the runner's policy, the protocol v1 front end and the sessions API
+// (canonical sessions and durable approvals) behind authentication, health
+// endpoints, TLS and graceful shutdown; and tether daemon's core and
+// tether shim's. cmd/tether only parses flags into a Config and calls Run.
 package server
 
 import (
@@ -17,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/frontend/protov1"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/metrics"
@@ -34,16 +34,19 @@ type Config struct {
 	Addr          string
 	WorkspaceRoot string
 	DataDir       string
-	// CLIPath is Claude Code's CLI; empty looks claude up on PATH.
+	// CLIPath is Claude Code's CLI; empty looks claude up.
 	CLIPath string
-	// CLIs are agent CLIs by kind (claude, codex, opencode), from --cli
-	// NAME=PATH; a kind not named is looked up on PATH.
+	// CLIs are agent CLIs by kind (CLIKinds), from --cli NAME=PATH; a
+	// kind not named is looked up on PATH, and left out, as unavailable,
+	// when it is not found. A CLI named that cannot be used stops Run.
 	CLIs map[string]string
-	// AllowUntestedAgents lets Codex and OpenCode CLIs of another version
-	// than the one Tether is tested with run (with a warning in the log).
+	// AllowUntestedAgents lets agent CLIs of another version than the one
+	// Tether is tested with (driver.Kind.TestedVersion) run, with a
+	// warning in the log.
 	AllowUntestedAgents bool
-	// TurnTimeout ends a Codex or OpenCode turn that runs longer, as
-	// failed (OpenCode retries a failing model API forever); 0: none.
+	// TurnTimeout ends a turn of an agent that takes a limit (Codex,
+	// OpenCode) that runs longer, as failed (OpenCode retries a failing
+	// model API forever); 0: none.
 	TurnTimeout time.Duration
 	TLSCert     string
 	TLSKey      string
@@ -337,19 +340,6 @@ func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 
 // close releases what assemble opened, for a runner that does not start.
 func (p *parts) close() { p.canonical.close() }
-
-func driverConfig(cfg Config, env map[string]string, log *slog.Logger) claudecli.Config {
-	dc := claudecli.Config{CLIPath: cfg.CLIPath, Env: env, Logger: log,
-		InitializeTimeout: cfg.InitializeTimeout}
-	if cfg.Sandbox {
-		dc.Sandbox = &claudecli.SandboxConfig{
-			Hide:             []string{cfg.WorkspaceRoot, cfg.DataDir},
-			ReadOnly:         cfg.SandboxReadOnly,
-			AllowToolNetwork: cfg.AllowToolNetwork,
-		}
-	}
-	return dc
-}
 
 func routes(p *parts, tokens *auth.Tokens, cfg Config, log *slog.Logger, shuttingDown *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()

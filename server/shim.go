@@ -17,8 +17,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/driver/claudecli"
-	"github.com/tetherhq/tether/driver/mock"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/frontend/shim"
 	"github.com/tetherhq/tether/internal/usage"
 	"github.com/tetherhq/tether/runner/approvals"
@@ -30,7 +29,7 @@ import (
 // ShimConfig configures `tether shim`: the adapter-shim API for one
 // agent, as a backend launches it (one process per agent).
 type ShimConfig struct {
-	// Agent is the agent kind: claude, codex, opencode or mock.
+	// Agent is the agent kind, one of the registry's (driver.Names).
 	Agent string
 	// Host and Port are where to listen; port 0 picks a free one.
 	Host string
@@ -87,6 +86,10 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	if cfg.Workspace == "" {
 		return &ConfigError{Field: "Workspace", Reason: "is required"}
 	}
+	kind, ok := driver.Lookup(cfg.Agent)
+	if !ok {
+		return &ConfigError{Field: "Agent", Reason: fmt.Sprintf("no agent %q (%s)", cfg.Agent, strings.Join(driver.Names(), ", "))}
+	}
 	wsDir, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -116,16 +119,14 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	if parent := filepath.Dir(wsDir); within(dataDir, parent) || within(parent, dataDir) {
 		return &ConfigError{Field: "DataDir", Reason: fmt.Sprintf("%s must be outside the workspace's parent directory %s, and not contain it (it holds the agent's private home)", dataDir, parent)}
 	}
-	core, err := openShimCore(cfg, wsDir, dataDir, log)
+	core, err := openShimCore(cfg, kind, wsDir, dataDir, log)
 	if err != nil {
 		return err
 	}
 	defer core.close()
 	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
+		ResumeOptions: kind.ResumeOptions, CheckpointSDK: kind.CheckpointSDK,
 		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report, Token: token, TokenSource: tokenSource, ListenHost: host}
-	if cfg.Agent == "mock" {
-		shimCfg.ResumeOptions = mock.ResumeOptions
-	}
 	sh, err := shim.New(shimCfg)
 	if err != nil {
 		return err
@@ -210,14 +211,18 @@ func (c *shimCore) close() {
 	c.proxies.Close()
 }
 
-func openShimCore(cfg ShimConfig, wsDir, dataDir string, log *slog.Logger) (_ *shimCore, err error) {
-	c := &shimCore{proxies: newKeyProxies(cfg.Sandbox, log)}
+func openShimCore(cfg ShimConfig, kind driver.Kind, wsDir, dataDir string, log *slog.Logger) (_ *shimCore, err error) {
+	c := &shimCore{proxies: newKeyProxies(log)}
 	defer func() {
 		if err != nil {
 			c.close()
 		}
 	}()
-	d, err := shimDriver(cfg, shimRunnerConfig(cfg, wsDir, dataDir), log, c.proxies)
+	// The agent under the runner's policy: its slice of the environment,
+	// its provider configuration, the sandbox hiding the workspace's
+	// parent (the workspace itself is mounted back) and the shim's data.
+	policy := Config{Sandbox: cfg.Sandbox, WorkspaceRoot: filepath.Dir(wsDir), DataDir: dataDir}
+	d, _, err := newAgent(kind, cfg.CLI, policy, c.proxies, log)
 	if err != nil {
 		return nil, err
 	}
@@ -236,43 +241,6 @@ func openShimCore(cfg ShimConfig, wsDir, dataDir string, log *slog.Logger) (_ *s
 		return nil, err
 	}
 	return c, nil
-}
-
-// shimRunnerConfig is the runner policy a shim's driver runs under: its
-// CLI, and the sandbox if asked for, hiding the workspace's parent (the
-// workspace itself is mounted back) and the shim's data.
-func shimRunnerConfig(cfg ShimConfig, wsDir, dataDir string) Config {
-	rc := Config{CLIPath: cfg.CLI, Sandbox: cfg.Sandbox, WorkspaceRoot: filepath.Dir(wsDir), DataDir: dataDir}
-	if cfg.Agent == "codex" || cfg.Agent == "opencode" {
-		path := cfg.CLI
-		if path == "" {
-			path = cfg.Agent
-		}
-		rc.CLIPath, rc.CLIs = "", map[string]string{cfg.Agent: path}
-	}
-	return rc
-}
-
-// shimDriver is the agent's driver under the runner's policy rc (its
-// slice of the environment, its provider configuration, the sandbox).
-func shimDriver(cfg ShimConfig, rc Config, log *slog.Logger, proxies *keyProxies) (agent.Driver, error) {
-	switch cfg.Agent {
-	case "mock":
-		return mock.New(mock.Config{}), nil
-	case "claude":
-		p, err := claudeProvider(agentEnv("claude", os.Environ(), nil), proxies)
-		if err != nil {
-			return nil, err
-		}
-		d, err := claudecli.New(driverConfig(rc, p.env, log))
-		if err != nil {
-			return nil, err
-		}
-		return d, nil
-	case "codex", "opencode":
-		return optionalDriver(cfg.Agent, rc.CLIs[cfg.Agent], rc, proxies, log)
-	}
-	return nil, &ConfigError{Field: "Agent", Reason: fmt.Sprintf("no agent %q (claude, codex, opencode or mock)", cfg.Agent)}
 }
 
 // shimDiskEvery is how often /health walks the workspace again for its

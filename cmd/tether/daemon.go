@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tetherhq/tether/daemon"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/internal/gcfloor"
 )
 
-const daemonLong = `Daemon connects this machine's agents to a Mast orchestrator, so a phone can
+// daemonLong is daemon's help.
+func daemonLong() string {
+	return `Daemon connects this machine's agents to a Mast orchestrator, so a phone can
 drive them: it dials out (nothing listens here) to URL/daemon, says which
 agents it has and whether each is ready, answers the orchestrator's commands
 (list and create sessions, prompt, approve or deny a tool call, abort, read
@@ -26,11 +30,12 @@ DATA/device-key.json) it pairs: it prints a six-digit code to confirm in the
 app, then saves the key it is given (mode 0600). A saved key the orchestrator
 refuses is removed and the daemon pairs again.
 
-Agents are found as tether serve finds them: Claude Code, Codex and OpenCode
-when their CLIs are given (--cli NAME=PATH) or on PATH; the mock agent is
-always there. Sessions, their events and approvals live in DATA and survive a
-restart. Lost connections are retried with backoff; events are logged
-meanwhile and reach the orchestrator when it is back.`
+` + agentsHelp("the daemon") + `
+
+Sessions, their events and approvals live in DATA and survive a restart. Lost
+connections are retried with backoff; events are logged meanwhile and reach
+the orchestrator when it is back.`
+}
 
 func newDaemonCmd() *cobra.Command {
 	var cfg daemon.Config
@@ -40,7 +45,7 @@ func newDaemonCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Connect this machine's agents to a Mast orchestrator (drive them from a phone)",
-		Long:  daemonLong,
+		Long:  daemonLong(),
 		Example: `  tether daemon --orchestrator wss://orchestrator.example.com      # pairs on first start
   MAST_ORCHESTRATOR_URL=ws://127.0.0.1:3000 TETHER_DEVICE_KEY=dk_… tether daemon --cli codex=/usr/local/bin/codex`,
 		Args: cobra.NoArgs,
@@ -92,7 +97,7 @@ func newDaemonCmd() *cobra.Command {
 		"the device `KEY` (default: TETHER_DEVICE_KEY, else the one saved in DATA, else pair)")
 	fl.StringVar(&data, "data", "tether-daemon-data", "`DIR` for sessions, their event log, workspaces and the paired key")
 	fl.StringVar(&cfg.DefaultAgent, "default-agent", "",
-		"the agent `KIND` of a session created without one (default: MAST_DEFAULT_AGENT, else opencode, claude, codex, mock, the first there)")
+		"the agent `KIND` of a session created without one (default: MAST_DEFAULT_AGENT, else the first there of "+strings.Join(driver.Names(), ", ")+")")
 	fl.StringVar(&cfg.Agents.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per session's workspace (default: DATA/workspaces)")
 	fl.DurationVar(&cfg.Agents.ApprovalTimeout, "approval-timeout", 30*time.Minute,
 		"how long a permission waits for the phone before it is denied (0: until its session ends)")

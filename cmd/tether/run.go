@@ -14,10 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/claudecli"
-	"github.com/tetherhq/tether/driver/codex"
-	"github.com/tetherhq/tether/driver/mock"
-	"github.com/tetherhq/tether/driver/opencode"
 	"github.com/tetherhq/tether/internal/cli/runview"
 )
 
@@ -33,44 +31,23 @@ type runFlags struct {
 	verbose, askEveryTool                 bool
 }
 
-// agentDrivers are the agents --agent names besides claude, each an
-// agent.Driver made from the flags. Adding an agent is one entry.
-func agentDrivers() map[string]func(f *runFlags) (agent.Driver, error) {
-	return map[string]func(*runFlags) (agent.Driver, error){
-		"mock": func(*runFlags) (agent.Driver, error) { return mock.New(mock.Config{}), nil },
-		// Locally, another version than the tested one runs with a
-		// warning: the user chose it.
-		"codex": func(f *runFlags) (agent.Driver, error) {
-			return asDriver(codex.New(codex.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()}))
-		},
-		"opencode": func(f *runFlags) (agent.Driver, error) {
-			return asDriver(opencode.New(opencode.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()}))
-		},
-	}
-}
+// claudeAgent is the default agent, and the one whose own options the
+// Claude-only flags set: tether run drives its CLI itself, for the
+// terminal view and --raw. Every other kind of the registry runs as its
+// driver.
+const claudeAgent = "claude"
 
-// asDriver is a driver constructor's result as an agent.Driver: nil, not
-// a nil pointer in an interface, when it failed.
-func asDriver[D agent.Driver](d D, err error) (agent.Driver, error) {
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
+// newDriver is a kind's driver for a run on this machine: the CLI --cli
+// names (else the kind's own), the user's own environment and
+// configuration. Another version than the tested one runs with a
+// warning: the user chose it.
+func (f *runFlags) newDriver(k driver.Kind) (agent.Driver, error) {
+	return k.New(driver.Config{CLIPath: f.cli, AllowUntestedVersion: true, Logger: warnings()})
 }
 
 // warnings logs warnings and worse to stderr.
 func warnings() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// agentNames are what --agent takes.
-func agentNames() []string {
-	names := []string{"claude"}
-	for name := range agentDrivers() {
-		names = append(names, name)
-	}
-	slices.Sort(names[1:])
-	return names
 }
 
 // claudeOnly are the flags only Claude Code takes.
@@ -79,19 +56,13 @@ func claudeOnly() []string {
 		"max-turns", "continue", "mock", "ask-every-tool", "verbose"}
 }
 
-const runLong = `Run sends PROMPT to the agent as one turn and streams its work: the
+// runLong is run's help; the agents come from the registry.
+func runLong() string {
+	return `Run sends PROMPT to the agent as one turn and streams its work: the
 assistant's text as it arrives, one line per tool call and result, and a
 summary line at the end. PROMPT "-" reads the prompt from stdin.
 
---agent picks the agent: claude (Claude Code, the default), codex (the
-Codex CLI over codex app-server), opencode (OpenCode over opencode serve) or
-mock (a scripted agent built into tether: no CLI, model or key; the words
-REQUEST_APPROVAL, ASK_QUESTION, FAIL_TURN and SLOW in the prompt make it
-ask an approval, ask a question, fail the turn, or wait for Ctrl-C; it
-appends a line to mock-notes.md in the working directory). Locally, every
-agent starts in the working directory with the user's own configuration
-(Codex's ~/.codex, OpenCode's ~/.config/opencode), as it would without
-tether; --resume takes the agent's own session id.
+` + agentHelp() + `
 
 --runner runs the agent on a runner instead: Claude Code through protocol
 v1 (--workspace, --cwd inside it), the other agents through the runner's
@@ -118,13 +89,29 @@ quits.
 
 Exit status: 0 the turn succeeded; 1 it failed, was interrupted, or could
 not run; 2 the command line was wrong; 130 cancelled by a second Ctrl-C.`
+}
+
+// agentHelp is the paragraph of run's help on --agent.
+func agentHelp() string {
+	var each []string
+	for _, k := range driver.Kinds() {
+		about := k.About
+		if k.Name == claudeAgent {
+			about += ", the default"
+		}
+		each = append(each, k.Name+" ("+about+")")
+	}
+	return wrap("--agent picks the agent: "+orList(each)+". Locally, every agent starts in the working directory "+
+		"with the user's own configuration (Codex's ~/.codex, OpenCode's ~/.config/opencode), as it would "+
+		"without tether; --resume takes the agent's own session id.", 76)
+}
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
 		Short: "Run one prompt and stream the agent's work",
-		Long:  runLong,
+		Long:  runLong(),
 		Example: `  tether run --mock "hello"
   tether run --agent mock "hello REQUEST_APPROVAL"
   tether run --agent codex --approve=allow "fix the failing test"
@@ -148,7 +135,7 @@ func newRunCmd() *cobra.Command {
 
 func (f *runFlags) define(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.agent, "agent", "claude", "the `AGENT`: "+strings.Join(agentNames(), ", "))
+	fl.StringVar(&f.agent, "agent", claudeAgent, "the `AGENT`: "+orList(driver.Names()))
 	fl.StringVar(&f.model, "model", "", "the `MODEL` (sonnet, opus, or a full model name)")
 	fl.StringVar(&f.resume, "resume", "", "resume the session with this `ID`")
 	fl.BoolVar(&f.continueLast, "continue", false, "continue the most recent session in the working directory")
@@ -193,10 +180,11 @@ func checkConflicts(cmd *cobra.Command) error {
 		}
 	}
 	name, _ := cmd.Flags().GetString("agent")
-	if _, ok := agentDrivers()[name]; !ok && name != "claude" {
-		return fmt.Errorf("--agent %q is not one of %s", name, strings.Join(agentNames(), ", "))
+	k, ok := driver.Lookup(name)
+	if !ok {
+		return fmt.Errorf("--agent %q is not one of %s", name, strings.Join(driver.Names(), ", "))
 	}
-	if name == "claude" {
+	if name == claudeAgent {
 		return nil
 	}
 	for _, flag := range claudeOnly() {
@@ -204,8 +192,8 @@ func checkConflicts(cmd *cobra.Command) error {
 			return fmt.Errorf("--%s is for --agent claude only", flag)
 		}
 	}
-	if name == "mock" && cmd.Flags().Changed("cli") {
-		return errors.New("--agent mock is built into tether: drop --cli")
+	if k.Builtin() && cmd.Flags().Changed("cli") {
+		return fmt.Errorf("--agent %s is built into tether: drop --cli", name)
 	}
 	if cmd.Flags().Changed("runner") && cmd.Flags().Changed("cwd") {
 		return fmt.Errorf("--agent %s on a runner works in the workspace's own directory: drop --cwd", name)
@@ -218,7 +206,7 @@ func checkConflicts(cmd *cobra.Command) error {
 
 func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 	oneThread()
-	if f.agent != "claude" && f.runner != "" {
+	if f.agent != claudeAgent && f.runner != "" {
 		return f.runRemote(cmd, args)
 	}
 	cfg, err := f.config(cmd)
@@ -278,8 +266,8 @@ func (f *runFlags) config(cmd *cobra.Command) (runview.Config, error) {
 	}
 	cfg := runview.Config{Approve: approve, Raw: f.raw, JSON: f.json,
 		Start: agent.StartRequest{Workspace: f.cwd, Resume: f.resume, Model: f.model}}
-	if newDriver, ok := agentDrivers()[f.agent]; ok {
-		cfg.Driver, err = newDriver(f)
+	if k, ok := driver.Lookup(f.agent); ok && k.Name != claudeAgent {
+		cfg.Driver, err = f.newDriver(k)
 		if err != nil { // not the command line's fault
 			fmt.Fprintf(os.Stderr, "tether: --agent %s: %v\n", f.agent, err)
 			return runview.Config{}, exitCode(runview.ExitFailed)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 )
 
 func TestRunAgentMockText(t *testing.T) {
@@ -152,7 +153,7 @@ func TestRunAgentUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		"unknown agent":     {[]string{"run", "--agent", "gpt", "hi"}, `--agent "gpt" is not one of claude, `},
+		"unknown agent":     {[]string{"run", "--agent", "gpt", "hi"}, `--agent "gpt" is not one of ` + strings.Join(driver.Names(), ", ")},
 		"claude-only flag":  {[]string{"run", "--agent", "mock", "--permission-mode=plan", "hi"}, "--permission-mode is for --agent claude only"},
 		"mock with --cli":   {[]string{"run", "--agent", "mock", "--cli=/bin/true", "hi"}, "drop --cli"},
 		"json and raw":      {[]string{"run", "--json", "--raw", "hi"}, "give one of them"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,10 +27,7 @@ one workspace directory per workspace id, inside a bubblewrap sandbox when
 --sandbox=on. Relative paths are taken from the directory tether serve
 starts in.
 
-Agents: Claude Code, and Codex and OpenCode when their CLIs are given
-(--cli codex=PATH, --cli opencode=PATH) or found on PATH; the mock agent is
-always there. Each gets the runner's own provider configuration (Codex's
-config.toml, OpenCode's opencode.json) in its private home.
+%s
 
 Hosts authenticate with "Authorization: Bearer <token>". Tokens come from
 TETHER_AUTH_TOKEN (or SIDECAR_AUTH_TOKEN), comma-separated for rotation, and
@@ -56,7 +54,36 @@ SIGTERM or Ctrl-C: take no new sessions, nor turns of the sessions API
 (/readyz answers 503), let the turns in progress finish up to
 --shutdown-timeout (their clients can still follow them and answer their
 approvals), interrupt the ones left, stop the agents, keep every workspace
-and log consistent.`, auth.MinTokenLength, auth.GeneratedTokenFile)
+and log consistent.`, agentsHelp("the runner"), auth.MinTokenLength, auth.GeneratedTokenFile)
+}
+
+// agentsHelp is the paragraph of serve's and daemon's help on the agents
+// who (the runner, the daemon) offers, from the registry.
+func agentsHelp(who string) string {
+	return wrap(fmt.Sprintf("Agents: %s, each when its CLI is given (--cli NAME=PATH) or found on PATH, "+
+		"and %s, always there. An agent whose CLI is missing or cannot be used is listed as unavailable, "+
+		"with the reason, and %[3]s starts without it (its log says which agents it offers); a CLI "+
+		"given with --cli that cannot be used stops it. Each agent gets %[3]s's own provider "+
+		"configuration (Codex's config.toml, OpenCode's opencode.json) in its private home.",
+		andList(agentTitles(false)), andList(agentTitles(true)), who), 78)
+}
+
+// wrap breaks text into lines of at most width characters, between words.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(text) {
+		if i > 0 && line+1+len(word) > width {
+			b.WriteByte('\n')
+			line = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	return b.String()
 }
 
 // hangups delivers SIGHUP, the signal that reloads the hosts' tokens

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/frontend/shim"
 	"github.com/tetherhq/tether/server"
 )
@@ -90,7 +92,7 @@ func newShimCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&agentKind, "agent", "claude", "the agent: claude, codex, opencode or mock")
+	f.StringVar(&agentKind, "agent", "claude", "the agent: "+orList(driver.Names()))
 	f.BoolVar(&useMock, "mock", false, "the scripted mock agent (--agent mock)")
 	f.IntVar(&port, "port", 9100, "port to listen on (default AGENT_PORT, else 9100; 0 picks a free port)")
 	f.StringVar(&host, "host", "127.0.0.1", "host to listen on (beyond loopback only with a token: "+shim.EnvToken+")")

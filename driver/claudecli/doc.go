@@ -16,4 +16,9 @@
 // hostLineTypes, every Bash input a relay host answers with is sandboxed
 // like the model's own, and the CLI reads no settings or MCP configuration
 // files, which the agent itself could write.
+//
+// The package registers the agent kind "claude" (package driver): its CLI,
+// found where Claude Code installs itself too, and its slice of the
+// runner's environment, the Anthropic key behind the runner's proxy when
+// sandboxed.
 package claudecli

@@ -11,4 +11,9 @@
 // workspace-write sandbox. Approvals wait for Session.Resolve; the first
 // resolution wins. Messages and Diff come from Codex's own history of the
 // thread (thread/read), so a resumed session shows its past.
+//
+// The package registers the agent kind "codex" (package driver): its CLI,
+// its slice of the runner's environment (OPENAI_*), and the runner's own
+// config.toml for each session's home, its providers' keys behind the
+// runner's proxies when sandboxed.
 package codex

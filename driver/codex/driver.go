@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
-	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
 
@@ -23,74 +24,28 @@ const Name = "codex"
 // is tested against.
 const TestedVersion = "codex-cli 0.169.0"
 
-// DefaultStartTimeout bounds Start when Config.StartTimeout is zero.
+// DefaultStartTimeout bounds Start when driver.Config.StartTimeout is zero.
 const DefaultStartTimeout = 30 * time.Second
 
 // versionTimeout bounds `codex --version` in New.
 const versionTimeout = 30 * time.Second
 
-var (
-	// ErrCLINotFound: the codex executable could not be found or run.
-	ErrCLINotFound = errors.New("codex: CLI not found")
-	// ErrUntestedVersion matches a *VersionError.
-	ErrUntestedVersion = errors.New("codex: untested CLI version")
-	// ErrInvalidOptions: StartRequest.Options or Fork without Resume.
-	ErrInvalidOptions = errors.New("codex: invalid start options")
-)
-
-// VersionError is a CLI whose version is not the tested one.
-type VersionError struct {
-	Found, Tested string
-}
-
-func (e *VersionError) Error() string {
-	return fmt.Sprintf("codex: the CLI is %q, this driver is tested with %q (Config.AllowUntestedVersion accepts it)", e.Found, e.Tested)
-}
-
-func (e *VersionError) Is(target error) bool { return target == ErrUntestedVersion }
-
-// Config is how sessions of Codex start.
-type Config struct {
-	// CLIPath is the executable; empty looks "codex" up on PATH. A missing
-	// CLI fails New with an error matching ErrCLINotFound.
-	CLIPath string
-	// Env is the whole environment of the CLI process (nil: this
-	// process's). Model API keys live here and only here.
-	Env []string
-	// HomeFiles are written (mode 0600, parents 0700) under
-	// StartRequest.Home before each start, at their relative paths (e.g.
-	// ".codex/config.toml"): how the runner hands the agent its provider
-	// configuration. Ignored when Home is empty.
-	HomeFiles map[string][]byte
-	// Sandbox, when set, runs the CLI under bubblewrap with a copy of this
-	// policy: Workspace and Home from the StartRequest, Env the process's
-	// environment, Network on (the CLI must reach the model API).
-	Sandbox *sandbox.Policy
-	// AllowUntestedVersion lets New accept a CLI that is not
-	// TestedVersion (it logs a warning); without it New fails with a
-	// *VersionError.
-	AllowUntestedVersion bool
-	// StartTimeout bounds Start (default DefaultStartTimeout).
-	StartTimeout time.Duration
-	// TurnTimeout interrupts a turn that runs longer, which then fails
-	// with agent.ErrorTurnLimit; 0 means no limit.
-	TurnTimeout time.Duration
-	Logger      *slog.Logger
-	// Now is the clock of the events; nil means time.Now.
-	Now func() time.Time
-}
+// ErrInvalidOptions: StartRequest.Options or Fork without Resume.
+var ErrInvalidOptions = errors.New("codex: invalid start options")
 
 // Driver starts Codex sessions over `codex app-server`.
 type Driver struct {
-	cfg     Config
+	cfg     driver.Config
 	cliPath string
 	version string
 }
 
 var _ agent.Driver = (*Driver)(nil)
 
-// New finds the CLI and checks its version, once.
-func New(cfg Config) (*Driver, error) {
+// New finds the CLI and checks its version, once. A missing CLI is an
+// error matching driver.ErrCLINotFound, another version than
+// TestedVersion a *driver.VersionError (unless AllowUntestedVersion).
+func New(cfg driver.Config) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -100,23 +55,16 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}
-	name := cfg.CLIPath
-	if name == "" {
-		name = "codex"
-	}
-	path, err := agentproc.FindCLI(name, cfg.Env)
+	path, err := driver.LookPath(Name, cmp.Or(cfg.CLIPath, Name), cfg.Env)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCLINotFound, name, err)
+		return nil, err
 	}
 	version, err := agentproc.Version(path, cfg.Env, versionTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s --version: %w", ErrCLINotFound, path, err)
+		return nil, fmt.Errorf("codex: %w", err)
 	}
-	if version != TestedVersion {
-		if !cfg.AllowUntestedVersion {
-			return nil, &VersionError{Found: version, Tested: TestedVersion}
-		}
-		cfg.Logger.Warn("codex: untested CLI version", "found", version, "tested", TestedVersion)
+	if err := cfg.CheckVersion(Name, version, TestedVersion); err != nil {
+		return nil, err
 	}
 	if cfg.Sandbox != nil {
 		if err := cfg.Sandbox.Available(); err != nil {
@@ -141,7 +89,7 @@ func (d *Driver) Version() string { return d.version }
 
 // Start starts `codex app-server` and a thread on it: a new one, or
 // req.Resume's (forked into a new one with req.Fork). ctx and
-// Config.StartTimeout bound the start; the session lives until Close.
+// driver.Config.StartTimeout bound the start; the session lives until Close.
 func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
 	if req.Fork && req.Resume == "" {
 		return nil, fmt.Errorf("%w: fork needs the thread to fork (StartRequest.Resume)", ErrInvalidOptions)

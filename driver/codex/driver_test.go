@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 )
@@ -25,25 +26,25 @@ func fakeCLI(t *testing.T, version string) string {
 
 func TestNewFindsAndChecksTheCLI(t *testing.T) {
 	env := []string{"PATH=/usr/bin:/bin"}
-	if _, err := codex.New(codex.Config{CLIPath: filepath.Join(t.TempDir(), "codex"), Env: env}); !errors.Is(err, codex.ErrCLINotFound) {
+	if _, err := codex.New(driver.Config{CLIPath: filepath.Join(t.TempDir(), "codex"), Env: env}); !errors.Is(err, driver.ErrCLINotFound) {
 		t.Errorf("a missing CLI: %v, want ErrCLINotFound", err)
 	}
-	if _, err := codex.New(codex.Config{Env: []string{"PATH=" + t.TempDir()}}); !errors.Is(err, codex.ErrCLINotFound) {
+	if _, err := codex.New(driver.Config{Env: []string{"PATH=" + t.TempDir()}}); !errors.Is(err, driver.ErrCLINotFound) {
 		t.Errorf("no codex on the Env's PATH: %v, want ErrCLINotFound", err)
 	}
 	old := fakeCLI(t, "codex-cli 0.1.0")
-	_, err := codex.New(codex.Config{CLIPath: old, Env: env})
-	var ve *codex.VersionError
-	if !errors.As(err, &ve) || ve.Found != "codex-cli 0.1.0" || ve.Tested != codex.TestedVersion || !errors.Is(err, codex.ErrUntestedVersion) {
+	_, err := codex.New(driver.Config{CLIPath: old, Env: env})
+	var ve *driver.VersionError
+	if !errors.As(err, &ve) || ve.Found != "codex-cli 0.1.0" || ve.Tested != codex.TestedVersion || !errors.Is(err, driver.ErrUntestedVersion) {
 		t.Errorf("an untested version: %v", err)
 	}
-	d, err := codex.New(codex.Config{CLIPath: old, Env: env, AllowUntestedVersion: true})
+	d, err := codex.New(driver.Config{CLIPath: old, Env: env, AllowUntestedVersion: true})
 	if err != nil || d.Version() != "codex-cli 0.1.0" {
 		t.Errorf("AllowUntestedVersion: %v", err)
 	}
 	// On the Env's PATH, by name.
 	pinned := fakeCLI(t, codex.TestedVersion)
-	d, err = codex.New(codex.Config{Env: []string{"PATH=" + filepath.Dir(pinned)}})
+	d, err = codex.New(driver.Config{Env: []string{"PATH=" + filepath.Dir(pinned)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestHomeFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := codex.New(codex.Config{CLIPath: bin, Env: env, HomeFiles: map[string][]byte{"deep/er/conf.toml": []byte("x = 1\n")}})
+	d, err := codex.New(driver.Config{CLIPath: bin, Env: env, HomeFiles: map[string][]byte{"deep/er/conf.toml": []byte("x = 1\n")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestHomeFiles(t *testing.T) {
 			t.Errorf("%s: %v %v, want %v", path, fi.Mode().Perm(), err, mode)
 		}
 	}
-	bad, err := codex.New(codex.Config{CLIPath: bin, Env: env, HomeFiles: map[string][]byte{"../escape": nil}})
+	bad, err := codex.New(driver.Config{CLIPath: bin, Env: env, HomeFiles: map[string][]byte{"../escape": nil}})
 	if err != nil {
 		t.Fatal(err)
 	}

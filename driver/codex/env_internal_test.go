@@ -1,11 +1,12 @@
 package codex
 
 import (
-	"github.com/tetherhq/tether/driver/internal/agentproc"
-
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/tetherhq/tether/driver"
+	"github.com/tetherhq/tether/driver/internal/agentproc"
 )
 
 // With a home, HOME and CODEX_HOME point into it (overriding Env), and a
@@ -14,7 +15,7 @@ import (
 func TestEnviron(t *testing.T) {
 	tmp := t.TempDir()
 	base := []string{"PATH=/bin", "HOME=/elsewhere", "CODEX_HOME=/elsewhere/.codex", "TMPDIR=" + tmp, "OPENAI_API_KEY=k"}
-	d := &Driver{cfg: Config{Env: base}}
+	d := &Driver{cfg: driver.Config{Env: base}}
 	env, err := d.environ("")
 	if err != nil || !slices.Equal(env, base) {
 		t.Errorf("no home: %q, %v", env, err)

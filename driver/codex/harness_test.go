@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/testenv"
@@ -29,7 +30,7 @@ type rig struct {
 	home, ws string
 }
 
-func newRig(t *testing.T, opts fakeopenai.Options, tune func(*codex.Config)) *rig {
+func newRig(t *testing.T, opts fakeopenai.Options, tune func(*driver.Config)) *rig {
 	t.Helper()
 	bin := testenv.RequireCodexCLI(t)
 	srv, err := fakeopenai.Start(opts)
@@ -42,7 +43,7 @@ func newRig(t *testing.T, opts fakeopenai.Options, tune func(*codex.Config)) *ri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := codex.Config{CLIPath: bin, Env: env}
+	cfg := driver.Config{CLIPath: bin, Env: env}
 	if tune != nil {
 		tune(&cfg)
 	}

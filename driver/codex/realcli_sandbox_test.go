@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/testenv"
@@ -47,7 +48,7 @@ func TestRealCLISandboxed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drv, err := codex.New(codex.Config{CLIPath: bin, Env: env, Sandbox: &sandbox.Policy{Hide: []string{root, homes, data}}})
+	drv, err := codex.New(driver.Config{CLIPath: bin, Env: env, Sandbox: &sandbox.Policy{Hide: []string{root, homes, data}}})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/codex"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 )
@@ -59,7 +60,7 @@ func TestRealCLIInterrupt(t *testing.T) {
 
 // A turn past Config.TurnTimeout is interrupted and fails with turn_limit.
 func TestRealCLITurnTimeout(t *testing.T) {
-	r := newRig(t, slowOpts, func(c *codex.Config) { c.TurnTimeout = time.Second })
+	r := newRig(t, slowOpts, func(c *driver.Config) { c.TurnTimeout = time.Second })
 	s, w := r.start(agentStart())
 	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "be SLOW"}); err != nil {
 		t.Fatal(err)

@@ -332,7 +332,7 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	return nil
 }
 
-// watchdog interrupts a turn that ran past Config.TurnTimeout; the turn
+// watchdog interrupts a turn that ran past driver.Config.TurnTimeout; the turn
 // then fails with turn_limit.
 func (s *session) watchdog() {
 	defer s.wg.Done()

@@ -28,4 +28,7 @@
 // N+1. Without a
 // workspace the file change fails (and the reply says so). docs/mock.md
 // lists the events of a turn.
+//
+// The package registers the agent kind "mock" (package driver): built in,
+// so every runner offers it.
 package mock

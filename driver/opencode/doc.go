@@ -9,4 +9,9 @@
 //
 // The wire format is package protocol/opencode's; this package adds the
 // process, the HTTP calls and the mapping (docs/events-opencode.md).
+//
+// The package registers the agent kind "opencode" (package driver): its
+// CLI, its slice of the runner's environment, and the runner's own
+// opencode.json for each session's home, its providers' keys behind the
+// runner's proxies when sandboxed.
 package opencode

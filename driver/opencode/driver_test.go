@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
 	"github.com/tetherhq/tether/sandbox"
 )
@@ -28,28 +29,28 @@ func fakeCLI(t *testing.T, version, body string) string {
 }
 
 func TestNewFindsAndChecksTheCLI(t *testing.T) {
-	if _, err := New(Config{CLIPath: filepath.Join(t.TempDir(), "missing")}); !errors.Is(err, ErrCLINotFound) {
+	if _, err := New(driver.Config{CLIPath: filepath.Join(t.TempDir(), "missing")}); !errors.Is(err, driver.ErrCLINotFound) {
 		t.Errorf("missing CLI: %v", err)
 	}
-	if _, err := New(Config{CLIPath: t.TempDir()}); !errors.Is(err, ErrCLINotFound) {
+	if _, err := New(driver.Config{CLIPath: t.TempDir()}); !errors.Is(err, driver.ErrCLINotFound) {
 		t.Errorf("a directory as the CLI: %v", err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	if _, err := New(Config{}); !errors.Is(err, ErrCLINotFound) {
+	if _, err := New(driver.Config{}); !errors.Is(err, driver.ErrCLINotFound) {
 		t.Errorf("no CLI on PATH: %v", err)
 	}
 	// A bare name is looked up on PATH (a runner that found opencode there
 	// hands the driver its name).
 	t.Setenv("PATH", filepath.Dir(fakeCLI(t, TestedVersion, "exit 1")))
-	if _, err := New(Config{CLIPath: "opencode"}); err != nil {
+	if _, err := New(driver.Config{CLIPath: "opencode"}); err != nil {
 		t.Errorf("opencode on PATH by name: %v", err)
 	}
 	old := fakeCLI(t, "1.0.0", "exit 1")
-	var ve *VersionError
-	if _, err := New(Config{CLIPath: old}); !errors.As(err, &ve) || ve.Found != "1.0.0" || ve.Tested != TestedVersion || !errors.Is(err, ErrVersion) {
+	var ve *driver.VersionError
+	if _, err := New(driver.Config{CLIPath: old}); !errors.As(err, &ve) || ve.Found != "1.0.0" || ve.Tested != TestedVersion || !errors.Is(err, driver.ErrUntestedVersion) {
 		t.Errorf("untested version: %v", err)
 	}
-	d, err := New(Config{CLIPath: old, AllowUntestedVersion: true})
+	d, err := New(driver.Config{CLIPath: old, AllowUntestedVersion: true})
 	if err != nil || d.Version() != "1.0.0" || d.Name() != "opencode" {
 		t.Fatalf("allowed untested version: %v", err)
 	}
@@ -64,7 +65,7 @@ func TestNewFindsAndChecksTheCLI(t *testing.T) {
 func TestStartServerNeverHealthy(t *testing.T) {
 	marker := "OPENCODE_TEST_MARKER=" + filepath.Base(t.TempDir())
 	cli := fakeCLI(t, TestedVersion, "echo 'opencode server listening on http://127.0.0.1:1'\nexec sleep 60")
-	d, err := New(Config{CLIPath: cli, Env: []string{"PATH=/usr/bin:/bin", marker}, StartTimeout: 1500 * time.Millisecond})
+	d, err := New(driver.Config{CLIPath: cli, Env: []string{"PATH=/usr/bin:/bin", marker}, StartTimeout: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestStartServerNeverHealthy(t *testing.T) {
 // what it said.
 func TestStartServerExits(t *testing.T) {
 	cli := fakeCLI(t, TestedVersion, "echo 'bad config' >&2; exit 3")
-	d, err := New(Config{CLIPath: cli, Env: []string{"PATH=/usr/bin:/bin"}})
+	d, err := New(driver.Config{CLIPath: cli, Env: []string{"PATH=/usr/bin:/bin"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestStartServerExits(t *testing.T) {
 // Bad requests are refused before anything starts.
 func TestStartRefusesBadRequests(t *testing.T) {
 	cli := fakeCLI(t, TestedVersion, "exit 1")
-	d, err := New(Config{CLIPath: cli})
+	d, err := New(driver.Config{CLIPath: cli})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestStartRefusesBadRequests(t *testing.T) {
 // The environment: the password, the permission rules merged over the
 // configured ones, and the home's HOME and XDG directories over Env.
 func TestServerEnv(t *testing.T) {
-	d := &Driver{cfg: Config{Env: []string{"HOME=/elsewhere", "KEEP=1", `OPENCODE_PERMISSION={"webfetch":"deny","bash":"allow"}`}}}
+	d := &Driver{cfg: driver.Config{Env: []string{"HOME=/elsewhere", "KEEP=1", `OPENCODE_PERMISSION={"webfetch":"deny","bash":"allow"}`}}}
 	env, err := d.env("/h", "pw", false)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestServerEnv(t *testing.T) {
 	if agentproc.EnvMap(env)["HOME"] != "/elsewhere" || agentproc.EnvMap(env)["XDG_CONFIG_HOME"] != "" {
 		t.Errorf("no home overrode the environment: %q", env)
 	}
-	if _, err := (&Driver{cfg: Config{Env: []string{"OPENCODE_PERMISSION=[1]"}}}).env("", "pw", false); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := (&Driver{cfg: driver.Config{Env: []string{"OPENCODE_PERMISSION=[1]"}}}).env("", "pw", false); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("bad OPENCODE_PERMISSION: %v", err)
 	}
 }
@@ -143,7 +144,7 @@ func TestServerEnv(t *testing.T) {
 // merged over the operator's OPENCODE_CONFIG_CONTENT (which loses any
 // shell of its own), and in SHELL; and its web tools are denied.
 func TestServerEnvToolShell(t *testing.T) {
-	d := &Driver{cfg: Config{Env: []string{"SHELL=/bin/zsh", `OPENCODE_CONFIG_CONTENT={"shell":"/bin/bash","theme":"x"}`,
+	d := &Driver{cfg: driver.Config{Env: []string{"SHELL=/bin/zsh", `OPENCODE_CONFIG_CONTENT={"shell":"/bin/bash","theme":"x"}`,
 		`OPENCODE_PERMISSION={"webfetch":"allow","read":"allow"}`}}}
 	env, err := d.env("/h", "pw", true)
 	if err != nil {
@@ -165,7 +166,7 @@ func TestServerEnvToolShell(t *testing.T) {
 		m["OPENCODE_PERMISSION"] != `{"bash":"ask","edit":"ask","read":"allow","webfetch":"allow"}` {
 		t.Errorf("without the tool shell the environment changed: %q", env)
 	}
-	bad := &Driver{cfg: Config{Env: []string{"OPENCODE_CONFIG_CONTENT=not json"}}}
+	bad := &Driver{cfg: driver.Config{Env: []string{"OPENCODE_CONFIG_CONTENT=not json"}}}
 	if _, err := bad.env("", "pw", true); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("bad OPENCODE_CONFIG_CONTENT: %v", err)
 	}
@@ -174,7 +175,7 @@ func TestServerEnvToolShell(t *testing.T) {
 // A session may ask for network in its commands only where the runner's
 // sandbox allows it; unsandboxed, its commands have the network anyway.
 func TestStartRefusesToolNetwork(t *testing.T) {
-	d := &Driver{cfg: Config{Sandbox: &sandbox.Policy{}}}
+	d := &Driver{cfg: driver.Config{Sandbox: &sandbox.Policy{}}}
 	if _, err := d.Start(context.Background(), agent.StartRequest{Options: []byte(`{"tool_network":true}`)}); !errors.Is(err, ErrInvalidRequest) ||
 		!strings.Contains(err.Error(), "tool_network") {
 		t.Errorf("Start: %v, want ErrInvalidRequest", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 )
@@ -17,11 +18,11 @@ type realEnv struct {
 	fake      *fakeopenai.Server
 	home, ws  string
 	driver    agent.Driver
-	cfg       Config
+	cfg       driver.Config
 	startedAt time.Time
 }
 
-func newRealEnv(t *testing.T, tune func(*Config)) *realEnv {
+func newRealEnv(t *testing.T, tune func(*driver.Config)) *realEnv {
 	t.Helper()
 	cli := testenv.RequireOpenCodeCLI(t)
 	fake, err := fakeopenai.Start(fakeopenai.Options{SlowChunkDelay: 100 * time.Millisecond, SlowChunks: 40})
@@ -34,7 +35,7 @@ func newRealEnv(t *testing.T, tune func(*Config)) *realEnv {
 	if err != nil {
 		t.Fatalf("OpenCodeEnv: %v", err)
 	}
-	cfg := Config{CLIPath: cli, Env: env}
+	cfg := driver.Config{CLIPath: cli, Env: env}
 	if tune != nil {
 		tune(&cfg)
 	}

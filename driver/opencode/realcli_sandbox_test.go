@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 	"github.com/tetherhq/tether/sandbox"
 )
@@ -65,7 +66,7 @@ func newSandboxedEnv(t *testing.T, tune func(*sandbox.Policy)) *sandboxedEnv {
 	if tune != nil {
 		tune(policy)
 	}
-	d, err := New(Config{CLIPath: env.cfg.CLIPath, Env: scratch, Sandbox: policy,
+	d, err := New(driver.Config{CLIPath: env.cfg.CLIPath, Env: scratch, Sandbox: policy,
 		HomeFiles: map[string][]byte{testenv.OpenCodeConfigPath: config}})
 	if err != nil {
 		t.Fatalf("New: %v", err)

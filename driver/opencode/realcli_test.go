@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 	oc "github.com/tetherhq/tether/protocol/opencode"
 )
@@ -345,7 +346,7 @@ func TestRealCLIProviderError(t *testing.T) {
 // the turn timeout aborts the turn, which fails with turn_limit; the
 // retries were reported as api errors on the way.
 func TestRealCLITurnTimeout(t *testing.T) {
-	env := newRealEnv(t, func(c *Config) { c.TurnTimeout = 4 * time.Second })
+	env := newRealEnv(t, func(c *driver.Config) { c.TurnTimeout = 4 * time.Second })
 	r := env.start(t, agent.StartRequest{})
 	r.prompt("ERROR_500")
 	retry := r.until("a retry", kindIs(agent.KindError))

@@ -22,7 +22,7 @@ type options struct {
 	// is its default.
 	Agent string `json:"agent,omitempty"`
 	// ToolNetwork asks for network in the commands OpenCode runs, if the
-	// runner's sandbox allows it (Config.Sandbox.ToolNetwork).
+	// runner's sandbox allows it (driver.Config.Sandbox.ToolNetwork).
 	ToolNetwork bool `json:"tool_network,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 )
 
 // projector turns one session's canonical events, in seq order, into
@@ -33,11 +34,11 @@ func newProjector(sessionID string) *projector {
 		touched: map[string]int64{}}
 }
 
-// agentType is the name the protocol uses for an agent kind: the seed
-// calls Claude Code "claude-code"; the others keep theirs.
+// agentType is the name the protocol uses for an agent kind: its Mast
+// name in the registry ("claude-code" for Claude Code), else its own.
 func agentType(kind string) string {
-	if kind == "claude" {
-		return "claude-code"
+	if k, ok := driver.Lookup(kind); ok {
+		return k.MastName()
 	}
 	return kind
 }
@@ -45,8 +46,8 @@ func agentType(kind string) string {
 // agentKind reads an agentType of create_session: Mast's names and
 // Tether's alike.
 func agentKind(typ string) string {
-	if typ == "claude-code" {
-		return "claude"
+	if k, ok := driver.LookupMast(typ); ok {
+		return k.Name
 	}
 	return typ
 }

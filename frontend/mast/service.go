@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/runner/sessions"
 )
 
@@ -19,7 +20,7 @@ type Service struct {
 	Sessions *sessions.Manager
 	// DefaultAgent is the agent kind of a create_session that names none
 	// (MAST_DEFAULT_AGENT); empty, or not offered, means the first
-	// offered of opencode, claude, codex, mock.
+	// offered in the registry's default order (driver.Kinds).
 	DefaultAgent string
 	// By names who answers approvals, for their audit; empty means
 	// "orchestrator".
@@ -106,17 +107,20 @@ func (s *Service) create(ctx context.Context, typ string) (Session, error) {
 	return sessionOf(info), nil
 }
 
+// defaultAgent is the kind of a session created without one: the
+// configured one when it is offered, else the first offered in the
+// default order; "" when nothing is (Create then says so).
 func (s *Service) defaultAgent() string {
 	offered := s.Sessions.Agents()
 	if _, ok := offered[agentKind(s.DefaultAgent)]; ok && s.DefaultAgent != "" {
 		return agentKind(s.DefaultAgent)
 	}
-	for _, k := range []string{"opencode", "claude", "codex", "mock"} {
-		if _, ok := offered[k]; ok {
-			return k
+	for _, k := range driver.Kinds() {
+		if _, ok := offered[k.Name]; ok {
+			return k.Name
 		}
 	}
-	return "mock"
+	return ""
 }
 
 // resolve answers a permission. An unknown one, or one already answered

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -291,7 +292,7 @@ func (r *run) state(by string, at time.Time) SerializedAgentState {
 // sessionId beside it (see docs/shim.md).
 func (s *Server) checkpointOf(native string, turns int) SdkCheckpoint {
 	snapshot := map[string]any{"agent": s.cfg.Agent, "turns": turns}
-	switch s.cfg.Agent {
+	switch cmp.Or(s.cfg.CheckpointSDK, s.cfg.Agent) {
 	case "claude":
 		return SdkCheckpoint{SDK: "claude", SessionID: native, StateSnapshot: snapshot}
 	case "mock":

@@ -36,6 +36,10 @@ type Config struct {
 	// mock continues from that script position; the other agents resume
 	// from their own session store and need none).
 	ResumeOptions func(turns int) json.RawMessage
+	// CheckpointSDK is the tag of the checkpoint union the agent's resume
+	// state travels as: "claude" (its session id), "mock" (its script
+	// position), else "openai" (runStateJson); empty means Agent.
+	CheckpointSDK string
 	// Retain is how many events are kept for replay (DefaultRetain).
 	Retain int
 	// StopTimeout bounds a graceful kill or pause (5 s when zero, as the

@@ -1,7 +1,8 @@
 // Package agentproc owns what the drivers of agents that run as a local
 // process share: reading the CLI's version, the process's environment,
-// the files of the agent's private home, and the part of the CLI's
-// installation a sandbox must let it see.
+// the files of the agent's private home and the runner's configuration
+// they come from, and the part of the CLI's installation a sandbox must
+// let it see.
 package agentproc
 
 import (

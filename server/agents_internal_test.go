@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/tetherhq/tether/driver"
 )
 
 // upstream is a model API that records the credentials each request
@@ -67,19 +69,32 @@ func getenvFrom(m map[string]string) func(string) string {
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// provide runs kind's provider wiring as a runner does: with proxies (a
+// sandboxed runner's) the keys stay behind them.
+func provide(t *testing.T, kind string, env, getenv map[string]string, proxies *keyProxies) (driver.Provision, error) {
+	t.Helper()
+	k, ok := driver.Lookup(kind)
+	if !ok {
+		t.Fatalf("no agent kind %s registered", kind)
+	}
+	req := driver.ProviderRequest{Env: env, Getenv: getenvFrom(getenv)}
+	if proxies != nil {
+		req.Proxies = proxies
+	}
+	return k.Provide(req)
+}
+
 // Unsandboxed, Codex gets the runner's config.toml as it is, and its key.
 func TestCodexProviderCopiesTheRunnersConfig(t *testing.T) {
 	home := t.TempDir()
 	cfg := "model = \"gpt-5.5\"\n# the operator's comment\n"
 	writeFile(t, filepath.Join(home, ".codex", "config.toml"), cfg)
-	proxies := newKeyProxies(false, quietLog())
-	defer proxies.Close()
-	p, err := codexProvider(map[string]string{"OPENAI_API_KEY": "sk-real"}, getenvFrom(map[string]string{"HOME": home}), proxies)
+	p, err := provide(t, "codex", map[string]string{"OPENAI_API_KEY": "sk-real"}, map[string]string{"HOME": home}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(p.homeFiles[".codex/config.toml"]) != cfg || p.env["OPENAI_API_KEY"] != "sk-real" {
-		t.Fatalf("files %q env %v", p.homeFiles, p.env)
+	if string(p.HomeFiles[".codex/config.toml"]) != cfg || p.Env["OPENAI_API_KEY"] != "sk-real" {
+		t.Fatalf("files %q env %v", p.HomeFiles, p.Env)
 	}
 }
 
@@ -100,16 +115,16 @@ base_url = "`+custom.URL+`/direct"
 experimental_bearer_token = "tok-in-file"
 `)
 	env := map[string]string{"CORP_KEY": "sk-corp", "OPENAI_API_KEY": "sk-openai", "OPENAI_BASE_URL": builtin.URL + "/v1"}
-	proxies := newKeyProxies(true, quietLog())
+	proxies := newKeyProxies(quietLog())
 	defer proxies.Close()
-	p, err := codexProvider(env, getenvFrom(map[string]string{"CODEX_HOME": codexHome}), proxies)
+	p, err := provide(t, "codex", env, map[string]string{"CODEX_HOME": codexHome}, proxies)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := string(p.homeFiles[".codex/config.toml"])
+	file := string(p.HomeFiles[".codex/config.toml"])
 	for _, secret := range []string{"sk-corp", "sk-openai", "tok-in-file"} {
-		if strings.Contains(file, secret) || strings.Contains(strings.Join(envList(p.env), " "), secret) {
-			t.Fatalf("%s is visible to the agent: %s %v", secret, file, p.env)
+		if strings.Contains(file, secret) || strings.Contains(strings.Join(envList(p.Env), " "), secret) {
+			t.Fatalf("%s is visible to the agent: %s %v", secret, file, p.Env)
 		}
 	}
 	var doc struct {
@@ -124,17 +139,17 @@ experimental_bearer_token = "tok-in-file"
 		t.Fatal(err)
 	}
 	corp := doc.ModelProviders["corp"]
-	if doc.ModelProvider != "corp" || corp.EnvKey != "CORP_KEY" || p.env["CORP_KEY"] != proxies.token {
-		t.Fatalf("config %+v env %v", doc, p.env)
+	if doc.ModelProvider != "corp" || corp.EnvKey != "CORP_KEY" || p.Env["CORP_KEY"] != proxies.StandIn() {
+		t.Fatalf("config %+v env %v", doc, p.Env)
 	}
-	if code := call(t, corp.BaseURL, "/responses", "Authorization", p.env["CORP_KEY"]); code != 200 || custom.last() != "/v1/responses Bearer sk-corp " {
+	if code := call(t, corp.BaseURL, "/responses", "Authorization", p.Env["CORP_KEY"]); code != 200 || custom.last() != "/v1/responses Bearer sk-corp " {
 		t.Fatalf("corp: %d %q", code, custom.last())
 	}
 	direct := doc.ModelProviders["direct"]
 	if code := call(t, direct.BaseURL, "/responses", "Authorization", direct.Bearer); code != 200 || custom.last() != "/direct/responses Bearer tok-in-file " {
 		t.Fatalf("direct: %d %q", code, custom.last())
 	}
-	if code := call(t, p.env["OPENAI_BASE_URL"], "/responses", "Authorization", p.env["OPENAI_API_KEY"]); code != 200 || builtin.last() != "/v1/responses Bearer sk-openai " {
+	if code := call(t, p.Env["OPENAI_BASE_URL"], "/responses", "Authorization", p.Env["OPENAI_API_KEY"]); code != 200 || builtin.last() != "/v1/responses Bearer sk-openai " {
 		t.Fatalf("built-in: %d %q", code, builtin.last())
 	}
 	if code := call(t, corp.BaseURL, "/responses", "Authorization", "sk-guess"); code != http.StatusUnauthorized {
@@ -158,16 +173,16 @@ func TestOpenCodeProviderKeepsKeysBehindProxies(t *testing.T) {
   }
 }`)
 	env := map[string]string{"OPENAI_API_KEY": "sk-openai", "ANTHROPIC_API_KEY": "sk-ant"}
-	proxies := newKeyProxies(true, quietLog())
+	proxies := newKeyProxies(quietLog())
 	defer proxies.Close()
-	p, err := openCodeProvider(env, getenvFrom(map[string]string{"XDG_CONFIG_HOME": cfgHome}), proxies)
+	p, err := provide(t, "opencode", env, map[string]string{"XDG_CONFIG_HOME": cfgHome}, proxies)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := string(p.homeFiles[".config/opencode/opencode.json"])
+	file := string(p.HomeFiles[".config/opencode/opencode.json"])
 	for _, secret := range []string{"sk-in-file", "sk-openai", "sk-ant"} {
-		if strings.Contains(file, secret) || strings.Contains(strings.Join(envList(p.env), " "), secret) {
-			t.Fatalf("%s is visible to the agent: %s %v", secret, file, p.env)
+		if strings.Contains(file, secret) || strings.Contains(strings.Join(envList(p.Env), " "), secret) {
+			t.Fatalf("%s is visible to the agent: %s %v", secret, file, p.Env)
 		}
 	}
 	var doc struct {
@@ -190,8 +205,8 @@ func TestOpenCodeProviderKeepsKeysBehindProxies(t *testing.T) {
 		up                          *upstream
 	}{
 		{"fake", "Authorization", doc.Provider["fake"].Options.APIKey, "/v1/chat/completions Bearer sk-in-file ", fake},
-		{"corp", "Authorization", p.env["OPENAI_API_KEY"], "/v1/chat/completions Bearer sk-openai ", corp},
-		{"anthropic", "x-api-key", p.env["ANTHROPIC_API_KEY"], "/v1/chat/completions  sk-ant", anthropic},
+		{"corp", "Authorization", p.Env["OPENAI_API_KEY"], "/v1/chat/completions Bearer sk-openai ", corp},
+		{"anthropic", "x-api-key", p.Env["ANTHROPIC_API_KEY"], "/v1/chat/completions  sk-ant", anthropic},
 	}
 	for _, c := range checks {
 		if code := call(t, doc.Provider[c.provider].Options.BaseURL, "/chat/completions", c.header, c.key); code != 200 || c.up.last() != c.want {
@@ -203,15 +218,15 @@ func TestOpenCodeProviderKeepsKeysBehindProxies(t *testing.T) {
 // Without a config file, a sandboxed OpenCode still gets the built-in
 // OpenAI provider behind a proxy when the runner has its key.
 func TestOpenCodeProviderWithoutAFile(t *testing.T) {
-	proxies := newKeyProxies(true, quietLog())
+	proxies := newKeyProxies(quietLog())
 	defer proxies.Close()
-	p, err := openCodeProvider(map[string]string{"OPENAI_API_KEY": "sk-openai"}, getenvFrom(map[string]string{"HOME": t.TempDir()}), proxies)
+	p, err := provide(t, "opencode", map[string]string{"OPENAI_API_KEY": "sk-openai"}, map[string]string{"HOME": t.TempDir()}, proxies)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := string(p.homeFiles[".config/opencode/opencode.json"])
-	if !strings.Contains(file, `"baseURL": "http://127.0.0.1:`) || p.env["OPENAI_API_KEY"] != proxies.token {
-		t.Fatalf("file %s env %v", file, p.env)
+	file := string(p.HomeFiles[".config/opencode/opencode.json"])
+	if !strings.Contains(file, `"baseURL": "http://127.0.0.1:`) || p.Env["OPENAI_API_KEY"] != proxies.StandIn() {
+		t.Fatalf("file %s env %v", file, p.Env)
 	}
 }
 
@@ -221,11 +236,44 @@ func TestOpenCodeProviderRefusesAFileItCannotRewrite(t *testing.T) {
 	cfgHome := t.TempDir()
 	path := filepath.Join(cfgHome, "opencode", "opencode.json")
 	writeFile(t, path, "{ // a comment\n}")
-	proxies := newKeyProxies(true, quietLog())
+	proxies := newKeyProxies(quietLog())
 	defer proxies.Close()
-	_, err := openCodeProvider(nil, getenvFrom(map[string]string{"XDG_CONFIG_HOME": cfgHome}), proxies)
+	_, err := provide(t, "opencode", nil, map[string]string{"XDG_CONFIG_HOME": cfgHome}, proxies)
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Sandboxed, Claude Code's API key and auth token reach the Anthropic API
+// through a proxy its base URL names; unsandboxed it gets them as they
+// are.
+func TestClaudeProviderKeepsKeysBehindProxies(t *testing.T) {
+	anthropic := newUpstream(t)
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant", "ANTHROPIC_AUTH_TOKEN": "tok-ant", "ANTHROPIC_BASE_URL": anthropic.URL}
+	p, err := provide(t, "claude", env, nil, nil)
+	if err != nil || p.Env["ANTHROPIC_API_KEY"] != "sk-ant" || p.Env["ANTHROPIC_BASE_URL"] != anthropic.URL {
+		t.Fatalf("unsandboxed: %v %v", p.Env, err)
+	}
+	proxies := newKeyProxies(quietLog())
+	defer proxies.Close()
+	if p, err = provide(t, "claude", env, nil, proxies); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"sk-ant", "tok-ant"} {
+		if strings.Contains(strings.Join(envList(p.Env), " "), secret) {
+			t.Fatalf("%s is visible to the agent: %v", secret, p.Env)
+		}
+	}
+	if p.Env["ANTHROPIC_API_KEY"] != proxies.StandIn() || p.Env["ANTHROPIC_AUTH_TOKEN"] != proxies.StandIn() {
+		t.Fatalf("env %v", p.Env)
+	}
+	if code := call(t, p.Env["ANTHROPIC_BASE_URL"], "/v1/messages", "x-api-key", p.Env["ANTHROPIC_API_KEY"]); code != 200 ||
+		anthropic.last() != "/v1/messages  sk-ant" {
+		t.Fatalf("the key through the proxy: %d %q", code, anthropic.last())
+	}
+	if code := call(t, p.Env["ANTHROPIC_BASE_URL"], "/v1/messages", "Authorization", p.Env["ANTHROPIC_AUTH_TOKEN"]); code != 200 ||
+		anthropic.last() != "/v1/messages Bearer tok-ant " {
+		t.Fatalf("the token through the proxy: %d %q", code, anthropic.last())
 	}
 }
 
@@ -238,7 +286,8 @@ func TestAgentEnvPerKind(t *testing.T) {
 		"codex":    "EXTRA=x OPENAI_API_KEY=o PATH=/bin",
 		"opencode": "ANTHROPIC_API_KEY=a EXTRA=x OPENAI_API_KEY=o PATH=/bin",
 	} {
-		if got := strings.Join(envList(agentEnv(kind, environ, []string{"EXTRA"})), " "); got != want {
+		k, _ := driver.Lookup(kind)
+		if got := strings.Join(envList(k.Environ(environ, []string{"EXTRA"})), " "); got != want {
 			t.Errorf("%s: %s, want %s", kind, got, want)
 		}
 	}
