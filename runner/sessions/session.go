@@ -457,7 +457,7 @@ const subscriberRoom = 256
 // subscriber is a live reader of a session.
 type subscriber struct {
 	ch     chan *agent.Event // shared with the other readers: not to be changed
-	lagged bool // set (under the session's mu) when it was dropped for falling behind
+	lagged bool              // set (under the session's mu) when it was dropped for falling behind
 }
 
 // subscribe registers a live reader; its channel closes when the session
