@@ -122,7 +122,8 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	}
 	defer core.close()
 	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
-		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report, Token: token, TokenSource: tokenSource, ListenHost: host}
+		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report, Token: token, TokenSource: tokenSource, ListenHost: host,
+		StateFile: filepath.Join(dataDir, "shim-runs.json")}
 	if cfg.Agent == "mock" {
 		shimCfg.ResumeOptions = mock.ResumeOptions
 	}
@@ -231,8 +232,10 @@ func openShimCore(cfg ShimConfig, wsDir, dataDir string, log *slog.Logger) (_ *s
 	if c.approvals, err = approvals.Open(filepath.Join(dataDir, "approvals.db"), nil); err != nil {
 		return nil, withRemedy(err, dataDir)
 	}
+	// The sessions' index, with the shim's runs' records: a shim started
+	// again on its data directory serves the earlier runs' streams.
 	if c.sessions, err = sessions.New(sessions.Config{Drivers: map[string]agent.Driver{cfg.Agent: d},
-		Workspaces: ws, Log: c.log, Approvals: c.approvals, Logger: log}); err != nil {
+		Workspaces: ws, Log: c.log, Approvals: c.approvals, Logger: log, IndexDir: filepath.Join(dataDir, "sessions")}); err != nil {
 		return nil, err
 	}
 	return c, nil
