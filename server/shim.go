@@ -126,7 +126,8 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 	defer core.close()
 	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
 		ResumeOptions: kind.ResumeOptions, CheckpointSDK: kind.CheckpointSDK,
-		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report, Token: token, TokenSource: tokenSource, ListenHost: host}
+		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report, Token: token, TokenSource: tokenSource, ListenHost: host,
+		StateFile: filepath.Join(dataDir, "shim-runs.json")}
 	sh, err := shim.New(shimCfg)
 	if err != nil {
 		return err
@@ -236,8 +237,10 @@ func openShimCore(cfg ShimConfig, kind driver.Kind, wsDir, dataDir string, log *
 	if c.approvals, err = approvals.Open(filepath.Join(dataDir, "approvals.db"), nil); err != nil {
 		return nil, withRemedy(err, dataDir)
 	}
+	// The sessions' index, with the shim's runs' records: a shim started
+	// again on its data directory serves the earlier runs' streams.
 	if c.sessions, err = sessions.New(sessions.Config{Drivers: map[string]agent.Driver{cfg.Agent: d},
-		Workspaces: ws, Log: c.log, Approvals: c.approvals, Logger: log}); err != nil {
+		Workspaces: ws, Log: c.log, Approvals: c.approvals, Logger: log, IndexDir: filepath.Join(dataDir, "sessions")}); err != nil {
 		return nil, err
 	}
 	return c, nil

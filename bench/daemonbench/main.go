@@ -7,27 +7,36 @@
 //     of the same turns with one reader each, alternating (p50, p99,
 //     max), then in paired runs with both readers on the same events,
 //     whose p99s are compared within each run (what the daemon adds);
-//   - reconnect: the orchestrator goes away while turns go on, comes back
-//     with its store; the time from its return (and from the connection's
-//     open) to the first replayed event, and the replay's rate.
+//   - reconnect: after a history of each size (-logged) the orchestrator
+//     goes away while -missed more events are logged, and comes back with
+//     its store; the time from the connection's open to sync_response and
+//     to the last missed event, and the events the daemon read from the
+//     core meanwhile, for a daemon that folds the log on every reconnect
+//     (before) and one that keeps its projection (after), alternating.
 //
-// It prints markdown tables; see docs/benchmarks.md.
+// It prints markdown tables; see docs/benchmarks.md. -reps 0 skips the
+// latency case.
 //
-//	go run ./bench/daemonbench [-turns 250] [-interval 200us] [-reps 5] [-history 500] [-missed 250]
+//	go run ./bench/daemonbench [-turns 250] [-interval 200us] [-reps 5] [-logged 1000,10000,50000] [-missed 100] [-reconnect-reps 3]
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -48,19 +57,31 @@ import (
 func main() {
 	turns := flag.Int("turns", 250, "mock turns for the latency case (about 20 events each)")
 	interval := flag.Duration("interval", 200*time.Microsecond, "pause before each event of the latency case")
-	history := flag.Int("history", 500, "unpaced turns logged before the orchestrator goes away")
-	missed := flag.Int("missed", 250, "unpaced turns while it is away")
+	logged := flag.String("logged", "1000,10000,50000", "events logged before a reconnect, one case each")
+	missed := flag.Int("missed", 100, "events logged while the orchestrator is away")
+	reconnectReps := flag.Int("reconnect-reps", 3, "reconnects per mode and case (medians)")
 	reps := flag.Int("reps", 5, "latency runs per reader, alternating, and paired runs of both (medians compared)")
 	window := flag.Duration("log-commit-window", 0, "the event log's group-commit window (0: its default)")
 	floor := flag.Int64("heap-floor", gcfloor.Default, "the heap floor in `BYTES`, as tether serve (0: none)")
 	flag.Parse()
 	defer gcfloor.Start(uint64(max(*floor, 0))).Stop()
 	logOpts = eventlog.Options{FlushInterval: *window}
-	if err := latency(*turns, *interval, *reps); err != nil {
-		fmt.Fprintln(os.Stderr, "daemonbench:", err)
-		os.Exit(1)
+	if *reps > 0 {
+		if err := latency(*turns, *interval, *reps); err != nil {
+			fmt.Fprintln(os.Stderr, "daemonbench:", err)
+			os.Exit(1)
+		}
 	}
-	if err := reconnect(*history, *missed); err != nil {
+	var sizes []int
+	for f := range strings.SplitSeq(*logged, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "daemonbench: -logged: not a list of counts:", *logged)
+			os.Exit(2)
+		}
+		sizes = append(sizes, n)
+	}
+	if err := reconnects(sizes, *missed, *reconnectReps); err != nil {
 		fmt.Fprintln(os.Stderr, "daemonbench:", err)
 		os.Exit(1)
 	}
@@ -105,9 +126,10 @@ func openCore(dir string, mc mock.Config) (*core, error) {
 	}}, nil
 }
 
-// runDaemon runs a daemon over c until the returned stop.
-func runDaemon(c *core, url string, onConnect func()) (stop func(), err error) {
-	d, err := mast.New(mast.Config{Orchestrator: url, DeviceKey: fakeorchestrator.DevKey, KeyFile: os.DevNull,
+// runDaemon runs a daemon over c until the returned stop; edit, when
+// set, changes its configuration.
+func runDaemon(c *core, url string, onConnect func(), edit func(*mast.Config)) (stop func(), err error) {
+	cfg := mast.Config{Orchestrator: url, DeviceKey: fakeorchestrator.DevKey, KeyFile: os.DevNull,
 		Service: &mast.Service{Sessions: c.m}, SyncGrace: 10 * time.Millisecond, OnConnect: onConnect,
 		// The backoff's waits a hundred times shorter: the case measures
 		// the replay, not the seed's waits.
@@ -116,7 +138,11 @@ func runDaemon(c *core, url string, onConnect func()) (stop func(), err error) {
 				d /= 100
 			}
 			return time.After(d)
-		}})
+		}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	d, err := mast.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +351,7 @@ func latencyReaders(turns int, interval time.Duration, viaAPI, viaDaemon bool) (
 		connected := make(chan struct{}, 1)
 		orch := httptest.NewServer(orchestratorSocket(got, connected))
 		defer orch.Close()
-		stopDaemon, err := runDaemon(c, "ws"+orch.URL[len("http"):], nil)
+		stopDaemon, err := runDaemon(c, "ws"+orch.URL[len("http"):], nil, nil)
 		if err != nil {
 			return none, err
 		}
@@ -426,122 +452,233 @@ func pct(ds []time.Duration) [3]time.Duration {
 	return [3]time.Duration{at(0.5).Round(time.Microsecond), at(0.99).Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond)}
 }
 
-func reconnect(history, missed int) error {
+// reconnectModes are the daemon's two ways to reconnect: before, every
+// reconnect folded the whole feed from the log (a daemon without a
+// window does so still); after, it answers from the projection it keeps.
+var reconnectModes = []struct {
+	name   string
+	frames int
+}{{"before: fold the log", -1}, {"after: the daemon's projection", 0}}
+
+// reconnectResult is one reconnect's times and reads.
+type reconnectResult struct {
+	logged, missed uint64
+	// sync is from the connection's open to sync_response; replay to the
+	// last missed event's frame.
+	sync, replay time.Duration
+	// read is how many events the daemon read from the core from the
+	// orchestrator's going away to the last missed event's frame.
+	read int64
+}
+
+// reconnects measures, for each history size, a reconnect after missed
+// events with each mode, reps times alternating, and prints the medians.
+func reconnects(sizes []int, missed, reps int) error {
+	type row struct {
+		logged uint64
+		res    [2][]reconnectResult
+	}
+	var rows []row
+	for _, size := range sizes {
+		res, err := reconnectSize(size, missed, reps)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row{logged: uint64(size), res: res})
+	}
+	fmt.Printf("### Reconnect after about %d missed events (whole turns), by history (medians of %d, modes alternating)\n\n", missed, reps)
+	fmt.Println("| events logged | missed | mode | open → sync_response | open → last missed event | events read | before ÷ after |")
+	fmt.Println("|---:|---:|---|---:|---:|---:|---:|")
+	for _, r := range rows {
+		var replay [2]time.Duration
+		for m, mode := range reconnectModes {
+			med := medianResult(r.res[m])
+			replay[m] = med.replay
+			ratio := ""
+			if m == 1 {
+				ratio = fmt.Sprintf("%.0f×", float64(replay[0])/float64(replay[1]))
+			}
+			fmt.Printf("| %d | %d | %s | %v | %v | %d | %s |\n", med.logged, med.missed, mode.name, med.sync.Round(time.Microsecond),
+				med.replay.Round(time.Microsecond), med.read, ratio)
+		}
+	}
+	fmt.Println()
+	return nil
+}
+
+// medianResult is the result of median replay time.
+func medianResult(rs []reconnectResult) reconnectResult {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b reconnectResult) int { return cmp.Compare(a.replay, b.replay) })
+	med := rs[len(rs)/2]
+	syncs := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		syncs[i] = r.sync
+	}
+	slices.Sort(syncs)
+	med.sync = syncs[len(syncs)/2]
+	return med
+}
+
+// countingCore counts the events the daemon reads from the feed and the
+// sessions' logs.
+type countingCore struct {
+	sessions.Core
+	read atomic.Int64
+}
+
+func (c *countingCore) Feed(ctx context.Context, after uint64) iter.Seq2[sessions.FeedEvent, error] {
+	return func(yield func(sessions.FeedEvent, error) bool) {
+		for fe, err := range c.Core.Feed(ctx, after) {
+			c.read.Add(1)
+			if !yield(fe, err) {
+				return
+			}
+		}
+	}
+}
+
+func (c *countingCore) Events(ctx context.Context, id string, after uint64) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) {
+		for e, err := range c.Core.Events(ctx, id, after) {
+			c.read.Add(1)
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+// reconnectSize logs size events (unpaced mock turns), then measures
+// reps reconnects of each mode on them.
+func reconnectSize(size, missed, reps int) ([2][]reconnectResult, error) {
+	var out [2][]reconnectResult
 	dir, err := os.MkdirTemp("", "daemonbench-")
 	if err != nil {
-		return err
+		return out, err
 	}
 	defer os.RemoveAll(dir)
 	c, err := openCore(dir, mock.Config{Outbox: 4096})
 	if err != nil {
-		return err
+		return out, err
 	}
 	defer c.stop()
 	o, err := fakeorchestrator.Start(fakeorchestrator.Options{Store: true})
 	if err != nil {
-		return err
+		return out, err
 	}
 	defer o.Close()
-	var mu sync.Mutex
-	var opened time.Time
-	stopDaemon, err := runDaemon(c, o.URL(), func() { mu.Lock(); opened = time.Now(); mu.Unlock() })
-	if err != nil {
-		return err
-	}
-	defer stopDaemon()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return v.Connected() }); err != nil {
-		return err
-	}
 	info, err := c.m.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "reconnect"})
 	if err != nil {
-		return err
+		return out, err
 	}
 	if err := waitStarted(ctx, c.m, info.ID); err != nil {
-		return err
+		return out, err
 	}
-	lastIs := func(seq uint64) func(v fakeorchestrator.View) bool {
-		return func(v fakeorchestrator.View) bool {
-			ev := v.Events()
-			if len(ev) == 0 {
-				return false
+	if _, err := runTurnsTo(ctx, c.m, info.ID, uint64(size)); err != nil {
+		return out, err
+	}
+	for range reps {
+		for m, mode := range reconnectModes {
+			r, err := reconnectOnce(ctx, c, o, info.ID, mode.frames, uint64(missed))
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", mode.name, err)
 			}
-			data := ev[len(ev)-1]["event"].(map[string]any)["data"].(map[string]any)
-			return uint64(data["seq"].(float64)) == seq
+			out[m] = append(out[m], r)
 		}
 	}
-	runTurns := func(n int) (uint64, error) {
-		for range n {
-			prev, err := c.m.Get(info.ID)
+	return out, nil
+}
+
+// runTurnsTo runs turns until the session's log holds at least seq
+// events, and returns its last seq.
+func runTurnsTo(ctx context.Context, m *sessions.Manager, id string, seq uint64) (uint64, error) {
+	for {
+		s, err := m.Get(id)
+		if err != nil || s.LastSeq >= seq {
+			return s.LastSeq, err
+		}
+		if err := prompt(ctx, m, id); err != nil {
+			return 0, err
+		}
+		for {
+			now, err := m.Get(id)
 			if err != nil {
 				return 0, err
 			}
-			if err := prompt(ctx, c.m, info.ID); err != nil {
-				return 0, err
+			// Idle again after more events: turn.completed is logged.
+			if now.State == sessions.StateIdle && now.LastSeq > s.LastSeq {
+				break
 			}
-			for {
-				s, err := c.m.Get(info.ID)
-				if err != nil {
-					return 0, err
-				}
-				// Idle again after more events: turn.completed is logged.
-				if s.State == sessions.StateIdle && s.LastSeq > prev.LastSeq {
-					break
-				}
-				time.Sleep(100 * time.Microsecond)
-			}
+			time.Sleep(100 * time.Microsecond)
 		}
-		s, err := c.m.Get(info.ID)
-		return s.LastSeq, err
 	}
-	seen, err := runTurns(history)
+}
+
+// reconnectOnce runs a daemon of the mode until the orchestrator has the
+// session's last event, stops the orchestrator, logs missed more events,
+// starts it again and times the daemon's return.
+func reconnectOnce(ctx context.Context, c *core, o *fakeorchestrator.Server, id string, frames int, missed uint64) (reconnectResult, error) {
+	var r reconnectResult
+	counting := &countingCore{Core: c.m}
+	var mu sync.Mutex
+	var opened time.Time
+	var syncs int
+	o.Read(func(v fakeorchestrator.View) { syncs = len(v.SyncResponses()) })
+	stopDaemon, err := runDaemon(c, o.URL(), func() { mu.Lock(); opened = time.Now(); mu.Unlock() }, func(cfg *mast.Config) {
+		cfg.Service.Sessions, cfg.ReplayFrames = counting, frames
+	})
 	if err != nil {
-		return err
+		return r, err
 	}
-	if err := o.Wait(ctx, lastIs(seen)); err != nil {
-		return err
+	defer stopDaemon()
+	seen, err := c.m.Get(id)
+	if err != nil {
+		return r, err
 	}
+	// This daemon's first connection is answered (a projection has
+	// folded the history by then) and the orchestrator is up to date.
+	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return len(v.SyncResponses()) > syncs }); err != nil {
+		return r, err
+	}
+	if err := o.Wait(ctx, lastIs(seen.LastSeq)); err != nil {
+		return r, err
+	}
+	before := counting.read.Load()
 	o.Stop()
-	last, err := runTurns(missed)
+	last, err := runTurnsTo(ctx, c.m, id, seen.LastSeq+missed)
 	if err != nil {
-		return err
+		return r, err
 	}
-	var before int
-	o.Read(func(v fakeorchestrator.View) { before = len(v.Events()) })
-	back := time.Now()
+	o.Read(func(v fakeorchestrator.View) { syncs = len(v.SyncResponses()) })
 	if err := o.Start(); err != nil {
-		return err
+		return r, err
 	}
-	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return len(v.SyncResponses()) == 2 }); err != nil {
-		return err
+	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return len(v.SyncResponses()) > syncs }); err != nil {
+		return r, err
 	}
 	synced := time.Now()
-	if err := o.Wait(ctx, func(v fakeorchestrator.View) bool { return len(v.Events()) > before }); err != nil {
-		return err
-	}
-	first := time.Now()
 	if err := o.Wait(ctx, lastIs(last)); err != nil {
-		return err
+		return r, err
 	}
 	done := time.Now()
-	var frames int
-	o.Read(func(v fakeorchestrator.View) { frames = len(v.Events()) - before })
 	mu.Lock()
 	conn := opened
 	mu.Unlock()
-	missedEvents := last - seen
-	fmt.Printf("### Reconnect: %d canonical events logged, %d of them while the orchestrator was away\n\n", last, missedEvents)
-	fmt.Println("| measure | result |")
-	fmt.Println("|---|---:|")
-	fmt.Printf("| orchestrator back → connection open (backoff ÷100) | %v |\n", conn.Sub(back).Round(time.Microsecond))
-	fmt.Printf("| connection open → sync_response received | %v |\n", synced.Sub(conn).Round(time.Microsecond))
-	fmt.Printf("| connection open → first replayed event | %v |\n", first.Sub(conn).Round(time.Microsecond))
-	fmt.Printf("| orchestrator back → first replayed event | %v |\n", first.Sub(back).Round(time.Microsecond))
-	fmt.Printf("| replay: %d canonical events as %d mast.* frames | %v |\n", missedEvents, frames, done.Sub(first).Round(time.Microsecond))
-	fmt.Printf("| replay rate | %.0f canonical events/s (%.0f frames/s) |\n",
-		float64(missedEvents)/done.Sub(first).Seconds(), float64(frames)/done.Sub(first).Seconds())
-	fmt.Printf("| sync: whole feed folded, from connection open to sync_response | %.0f canonical events/s |\n\n",
-		float64(last)/synced.Sub(conn).Seconds())
-	return nil
+	return reconnectResult{logged: last, missed: last - seen.LastSeq, sync: synced.Sub(conn), replay: done.Sub(conn),
+		read: counting.read.Load() - before}, nil
+}
+
+// lastIs says whether the orchestrator's newest event frame is of seq.
+func lastIs(seq uint64) func(v fakeorchestrator.View) bool {
+	return func(v fakeorchestrator.View) bool {
+		ev := v.Events()
+		if len(ev) == 0 {
+			return false
+		}
+		data := ev[len(ev)-1]["event"].(map[string]any)["data"].(map[string]any)
+		return uint64(data["seq"].(float64)) == seq
+	}
 }

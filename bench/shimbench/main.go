@@ -11,7 +11,12 @@
 //   - completeness: -n events of one run, as fast as the agent makes
 //     them, read by two clients at once: how many each got, whether in
 //     order, and how long it took (the reference keeps 1,000 and splits
-//     the stream between clients).
+//     the stream between clients);
+//
+//   - resume: a client reconnecting with runId and after, once the run
+//     is done: the time to read the run's last events (after its last
+//     ten) and its whole stream (after 0). The shim keeps no copy of the
+//     events: a resume reads the run's events from the log.
 //
 //     go run ./bench/shimbench [-latency-events 2000] [-interval 2ms] [-n 10000]
 package main
@@ -70,6 +75,8 @@ func run(latencyEvents int, interval time.Duration, n int) error {
 	}
 	fmt.Printf("%-48s %s (%.0f events/s per client)\n", fmt.Sprintf("%d events to both clients", n), full.elapsed.Round(time.Millisecond),
 		float64(n)/full.elapsed.Seconds())
+	fmt.Printf("%-48s %s\n", "resume after the run's last 10 events", full.resumes[0].Round(10*time.Microsecond))
+	fmt.Printf("%-48s %s\n", fmt.Sprintf("resume after 0: the whole run (%d events)", n), full.resumes[1].Round(10*time.Microsecond))
 	return nil
 }
 
@@ -82,6 +89,9 @@ type result struct {
 	latencies [][]time.Duration
 	clients   []clientResult
 	elapsed   time.Duration
+	// resumes are the times to read the run's stream to its completion
+	// from a reconnect after its last ten events, and after 0.
+	resumes [2]time.Duration
 }
 
 // measure runs one spawn of d's turn with `clients` WS clients and
@@ -127,6 +137,8 @@ func measure(d agent.Driver, clients int) (result, error) {
 		lat     []time.Duration
 		got     int
 		inOrder bool
+		run     string
+		last    int64
 		err     error
 	}
 	out := make(chan read, clients)
@@ -156,6 +168,7 @@ func measure(d agent.Driver, clients int) (result, error) {
 					r.err = err
 					break
 				}
+				r.run, r.last = env.RunID, env.SourceSequence
 				if env.Type() == "completion" {
 					break
 				}
@@ -187,6 +200,7 @@ func measure(d agent.Driver, clients int) (result, error) {
 	}
 	resp.Body.Close()
 	var res result
+	var last read
 	for range clients {
 		r := <-out
 		if r.err != nil {
@@ -195,9 +209,39 @@ func measure(d agent.Driver, clients int) (result, error) {
 		slices.Sort(r.lat)
 		res.latencies = append(res.latencies, r.lat)
 		res.clients = append(res.clients, clientResult{got: r.got, inOrder: r.inOrder})
+		last = r
 	}
 	res.elapsed = time.Since(began)
+	for i, after := range []int64{max(last.last-10, 0), 0} {
+		if res.resumes[i], err = resume(ctx, srv.URL, last.run, after); err != nil {
+			return result{}, err
+		}
+	}
 	return res, nil
+}
+
+// resume is the time from a client's dial with runId and after to its
+// reading the run's completion.
+func resume(ctx context.Context, url, run string, after int64) (time.Duration, error) {
+	began := time.Now()
+	conn, _, err := websocket.Dial(ctx, fmt.Sprintf("ws%s/events?runId=%s&after=%d", strings.TrimPrefix(url, "http"), run, after), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.CloseNow()
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return 0, err
+		}
+		var env shimclient.Envelope
+		if err := json.Unmarshal(data, &env); err != nil {
+			return 0, err
+		}
+		if env.Type() == "completion" {
+			return time.Since(began), nil
+		}
+	}
 }
 
 func pct(sorted []time.Duration, p int) string {

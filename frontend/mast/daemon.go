@@ -58,6 +58,13 @@ type Config struct {
 	WriteTimeout time.Duration // 0: 10 s
 	// MaxFrame is the largest frame read; 0: 4 MiB.
 	MaxFrame int64
+	// ReplayFrames and ReplayBytes bound the window of the newest event
+	// frames the daemon keeps, so a reconnect sends what the orchestrator
+	// missed without reading the log (0: DefaultReplayFrames and
+	// DefaultReplayBytes). ReplayFrames < 0 keeps no window and no
+	// projection: every reconnect folds the whole log, as it once did.
+	ReplayFrames int
+	ReplayBytes  int
 
 	// ShowPairingCode shows the user the code to confirm; nil logs it.
 	ShowPairingCode func(code string)
@@ -79,6 +86,10 @@ type Config struct {
 type Daemon struct {
 	cfg Config
 	log *slog.Logger
+
+	// proj is the projection of the feed Run keeps; nil without a
+	// window (ReplayFrames < 0).
+	proj *projection
 
 	mu  sync.Mutex
 	pos uint64 // the feed position the event stream reached
@@ -109,6 +120,12 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = 4 << 20
 	}
+	if cfg.ReplayFrames == 0 {
+		cfg.ReplayFrames = DefaultReplayFrames
+	}
+	if cfg.ReplayBytes <= 0 {
+		cfg.ReplayBytes = DefaultReplayBytes
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -129,6 +146,9 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.Service.Logger = log
 	}
 	d := &Daemon{cfg: cfg, log: log}
+	if cfg.ReplayFrames > 0 {
+		d.proj = newProjection(cfg.Service, cfg.ReplayFrames, cfg.ReplayBytes, cfg.After, log)
+	}
 	if pos, ok := loadCursor(cfg.CursorFile); ok && cfg.CursorFile != "" {
 		d.pos = pos
 	} else if d.pos, err = cfg.Service.Sessions.FeedEnd(); err != nil {
@@ -144,6 +164,12 @@ func New(cfg Config) (*Daemon, error) {
 // refused key given outright).
 func (d *Daemon) Run(ctx context.Context) error {
 	defer d.saveCursor()
+	if d.proj != nil {
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); d.proj.run(pctx) }()
+		defer func() { stop(); <-done }()
+	}
 	attempt := 0
 	for {
 		key, fixed, err := d.key(ctx)
@@ -225,9 +251,7 @@ func (r *redacted) Error() string {
 
 func (r *redacted) Unwrap() error { return r.err }
 
-// writeJSON writes one frame. segmentio/encoding writes the same bytes as
-// encoding/json (TestFramesEncodeAsTheStandardLibrary) with half its
-// allocations on mast.*'s maps: the daemon's cost per event.
+// writeJSON writes one frame, encoded as event frames are (encodeFrame).
 func writeJSON(ctx context.Context, conn *websocket.Conn, v any) error {
 	data, err := segjson.Marshal(v)
 	if err != nil {

@@ -26,6 +26,13 @@ func (l *link) write(ctx context.Context, v any) error {
 	return writeJSON(ctx, l.conn, v)
 }
 
+// writeRaw writes one frame already encoded.
+func (l *link) writeRaw(ctx context.Context, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, l.d.cfg.WriteTimeout)
+	defer cancel()
+	return l.conn.Write(ctx, websocket.MessageText, data)
+}
+
 // spawn runs f in a goroutine the connection waits for before it ends.
 func (l *link) spawn(f func()) {
 	l.wg.Add(1)
@@ -167,7 +174,7 @@ func (l *link) stream(ctx context.Context, drop context.CancelFunc, syncs <-chan
 			}
 		}
 	})
-	err := l.d.cfg.Service.stream(ctx, from, since, func(f EventFrame) error { return l.write(ctx, f) }, l.d.setCursor)
+	err := l.d.events(ctx, from, since, func(data []byte) error { return l.writeRaw(ctx, data) }, l.d.setCursor)
 	if err != nil && ctx.Err() == nil {
 		l.d.log.Warn("event stream failed: reconnecting", "err", err)
 		drop()
@@ -175,7 +182,7 @@ func (l *link) stream(ctx context.Context, drop context.CancelFunc, syncs <-chan
 }
 
 func (l *link) answerSync(ctx context.Context, c Command) (int64, bool) {
-	resp, since, err := l.d.cfg.Service.sync(ctx, c)
+	resp, since, err := l.d.sync(ctx, c)
 	if err != nil {
 		l.d.log.Warn("sync_request not answered", "err", err)
 		return 0, false
@@ -184,4 +191,26 @@ func (l *link) answerSync(ctx context.Context, c Command) (int64, bool) {
 		return 0, false
 	}
 	return since, true
+}
+
+// sync answers sync_request: from the projection when the orchestrator's
+// timestamp is inside its window, else by folding the log.
+func (d *Daemon) sync(ctx context.Context, c Command) (SyncResponse, int64, error) {
+	if d.proj != nil {
+		resp, since, ok, err := d.proj.sync(ctx, c)
+		if err != nil || ok {
+			return resp, since, err
+		}
+	}
+	return d.cfg.Service.sync(ctx, c)
+}
+
+// events sends the event frames after position from stamped after since,
+// then live (see projection.follow), until ctx ends or send fails.
+func (d *Daemon) events(ctx context.Context, from uint64, since int64, send func([]byte) error, sent func(uint64)) error {
+	if d.proj != nil {
+		return d.proj.follow(ctx, from, since, send, sent)
+	}
+	_, err := d.cfg.Service.stream(ctx, from, since, send, sent, nil)
+	return err
 }

@@ -2,6 +2,7 @@ package mast
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/tetherhq/tether/agent"
@@ -13,25 +14,39 @@ import (
 // (what get_messages and sync_response answer). It is a fold: fed the
 // same events it reaches the same state, so a stream that starts mid-log
 // first feeds it what came before, without sending.
+//
+// A turn's end (or the session's) retires its messages, all completed by
+// then: they leave what the next events are projected against and wait
+// in done, where a snapshot still finds them and a reader that keeps
+// only what it may still be asked for (the daemon's projection) drops
+// them. What is projected never depends on done, so every fold of the
+// same events sends the same frames, whatever it dropped.
 type projector struct {
 	sessionID string
-	messages  []*message
-	byID      map[string]*message
+	// messages are the ones still open to the session's events, byID
+	// the same by id.
+	messages []*message
+	byID     map[string]*message
 	// itemMessage is the message each item's part belongs to.
 	itemMessage map[string]string
-	// touched is, per message, the stamp of the last event that
-	// changed it.
-	touched map[string]int64
+	// retired are the ids of the messages the last turn's end retired,
+	// until the next turn starts: an event of its that comes late goes
+	// to its message without announcing it twice.
+	retired map[string]bool
+	// done are the retired messages, oldest first.
+	done  []*message
+	ended bool
 }
 
 type message struct {
 	Message
-	parts map[string]int // item id → index in Parts
+	parts map[string]int // item id → index in Parts; nil once retired
+	// touched is the stamp of the last event that changed it.
+	touched int64
 }
 
 func newProjector(sessionID string) *projector {
-	return &projector{sessionID: sessionID, byID: map[string]*message{}, itemMessage: map[string]string{},
-		touched: map[string]int64{}}
+	return &projector{sessionID: sessionID, byID: map[string]*message{}, itemMessage: map[string]string{}}
 }
 
 // agentType is the name the protocol uses for an agent kind: its Mast
@@ -83,10 +98,58 @@ func (p *projector) ensure(id, role string, out []Event) (*message, []Event) {
 	if m, ok := p.byID[id]; ok {
 		return m, out
 	}
+	if p.retired[id] { // announced in its turn already
+		return p.revive(id, role), out
+	}
 	m := &message{Message: Message{ID: id, Role: role, Parts: []Part{}}, parts: map[string]int{}}
 	p.byID[id] = m
 	p.messages = append(p.messages, m)
 	return m, append(out, p.ev(EventMessageCreated, map[string]any{"message": map[string]any{"id": id, "role": role}}))
+}
+
+// revive opens a retired message again for an event that came after its
+// turn's end: from done, or (where done no longer has it) as a completed
+// message of no parts yet. Either way nothing is announced, so the frames
+// are the same.
+func (p *projector) revive(id, role string) *message {
+	var m *message
+	for i := len(p.done) - 1; i >= 0; i-- {
+		if p.done[i].ID == id {
+			m = p.done[i]
+			p.done = slices.Delete(p.done, i, i+1)
+			break
+		}
+	}
+	if m == nil {
+		m = &message{Message: Message{ID: id, Role: role, Parts: []Part{}, Completed: true}}
+	}
+	m.parts = make(map[string]int, len(m.Parts))
+	for i, part := range m.Parts {
+		if pid, ok := part["id"].(string); ok {
+			m.parts[pid] = i
+		}
+	}
+	p.byID[id] = m
+	p.messages = append(p.messages, m)
+	return m
+}
+
+// retire moves the open messages (all completed) to done.
+func (p *projector) retire() {
+	if len(p.messages) == 0 {
+		return
+	}
+	if p.retired == nil {
+		p.retired = map[string]bool{}
+	}
+	for _, m := range p.messages {
+		p.retired[m.ID] = true
+		m.parts = nil
+		p.done = append(p.done, m)
+	}
+	p.messages = nil
+	clear(p.byID)
+	clear(p.itemMessage)
 }
 
 // setPart puts the part in its message, replacing an earlier one of the
@@ -113,6 +176,7 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 	var out []Event
 	switch e.Kind {
 	case agent.KindSessionStarted:
+		p.ended = false
 		s := map[string]any{"id": p.sessionID, "status": "idle"}
 		if e.Session != nil {
 			s["agentType"] = agentType(e.Session.Agent)
@@ -122,6 +186,7 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 		}
 		out = append(out, p.ev(EventSessionUpdated, map[string]any{"session": s}))
 	case agent.KindTurnStarted:
+		p.retired = nil
 		out = append(out, p.ev(EventSessionUpdated, map[string]any{"session": map[string]any{
 			"id": p.sessionID, "status": "running", "turnId": e.TurnID}}))
 	case agent.KindItemStarted, agent.KindItemCompleted:
@@ -134,7 +199,7 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 		part := partOf(*e.Item)
 		m.setPart(e.Item.ID, part)
 		p.itemMessage[e.Item.ID] = id
-		p.touched[id] = stamp
+		m.touched = stamp
 		typ := EventPartUpdated
 		if e.Kind == agent.KindItemStarted {
 			typ = EventPartCreated
@@ -166,7 +231,7 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 		}
 		m.setPart(e.Delta.ItemID, part)
 		p.itemMessage[e.Delta.ItemID] = id
-		p.touched[id] = stamp
+		m.touched = stamp
 		out = append(out, p.ev(EventPartUpdated, map[string]any{"messageID": id, "part": maps.Clone(part),
 			"delta": map[string]any{"field": string(e.Delta.Field), "text": e.Delta.Text}}))
 	case agent.KindApprovalRequested:
@@ -219,10 +284,11 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 			part["retrying"] = true
 		}
 		m.setPart(pid, part)
-		p.touched[id] = stamp
+		m.touched = stamp
 		out = append(out, p.ev(EventPartUpdated, map[string]any{"messageID": id, "part": maps.Clone(part)}))
 	case agent.KindTurnCompleted:
 		out = p.completeAll(out, stamp)
+		p.retire()
 		turn := map[string]any{"id": e.TurnID}
 		if e.Turn != nil {
 			turn["status"] = string(e.Turn.Status)
@@ -237,6 +303,8 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 			"id": p.sessionID, "status": "idle", "turn": turn}}))
 	case agent.KindSessionEnded:
 		out = p.completeAll(out, stamp)
+		p.retire()
+		p.retired, p.ended = nil, true
 		s := map[string]any{"id": p.sessionID, "status": "ended"}
 		if e.Session != nil && e.Session.Reason != "" {
 			s["reason"] = e.Session.Reason
@@ -255,7 +323,7 @@ func (p *projector) completeAll(out []Event, stamp int64) []Event {
 	for _, m := range p.messages {
 		if !m.Completed {
 			m.Completed = true
-			p.touched[m.ID] = stamp
+			m.touched = stamp
 			out = append(out, p.ev(EventMessageCompleted, map[string]any{"messageID": m.ID}))
 		}
 	}
@@ -269,20 +337,22 @@ func permissionStatus(d agent.Decision) string {
 	return "denied"
 }
 
-// snapshot is the conversation as Mast messages; since > 0 keeps only the
-// messages changed after that stamp.
+// snapshot is the conversation as Mast messages, the retired ones first;
+// since > 0 keeps only the messages changed after that stamp.
 func (p *projector) snapshot(since int64) []Message {
 	out := []Message{}
-	for _, m := range p.messages {
-		if since > 0 && p.touched[m.ID] <= since {
-			continue
+	for _, list := range [][]*message{p.done, p.messages} {
+		for _, m := range list {
+			if since > 0 && m.touched <= since {
+				continue
+			}
+			c := m.Message
+			c.Parts = make([]Part, len(m.Parts))
+			for i, part := range m.Parts {
+				c.Parts[i] = maps.Clone(part)
+			}
+			out = append(out, c)
 		}
-		c := m.Message
-		c.Parts = make([]Part, len(m.Parts))
-		for i, part := range m.Parts {
-			c.Parts[i] = maps.Clone(part)
-		}
-		out = append(out, c)
 	}
 	return out
 }

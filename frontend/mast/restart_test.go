@@ -16,11 +16,10 @@ import (
 )
 
 // checkOnce holds the orchestrator's events of a session to: every
-// canonical event up to lastSeq arrived, no frame twice, timestamps
-// strictly increasing.
-func checkOnce(t *testing.T, v fakeorchestrator.View, c *core, sessionID string, lastSeq uint64) {
+// canonical event up to lastSeq that makes a mast event arrived, no frame
+// twice, timestamps strictly increasing.
+func checkOnce(t *testing.T, c *core, v fakeorchestrator.View, sessionID string, lastSeq uint64) {
 	t.Helper()
-	silent := silentSeqs(t, c, sessionID)
 	seen := map[string]bool{}
 	seqs := map[uint64]bool{}
 	prev := ""
@@ -41,27 +40,33 @@ func checkOnce(t *testing.T, v fakeorchestrator.View, c *core, sessionID string,
 		seen[string(data)] = true
 		seqs[uint64(ev["data"].(map[string]any)["seq"].(float64))] = true
 	}
-	for seq := uint64(1); seq <= lastSeq; seq++ {
-		if !seqs[seq] && !silent[seq] {
+	for _, seq := range framedSeqs(t, c, sessionID, lastSeq) {
+		if !seqs[seq] {
 			t.Errorf("canonical event %d of %d never reached the orchestrator", seq, lastSeq)
 		}
 	}
 }
 
-// silentSeqs are the seqs of a session's events that make no mast event
-// (an agent's native lines).
-func silentSeqs(t *testing.T, c *core, sessionID string) map[uint64]bool {
+// framedSeqs are the seqs, up to lastSeq, of the session's logged events
+// that make a mast event (a native line makes none).
+func framedSeqs(t *testing.T, c *core, sessionID string, lastSeq uint64) []uint64 {
 	t.Helper()
-	silent := map[uint64]bool{}
-	for ev, err := range c.log.Read(context.Background(), sessionID, 0) {
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	p := newProjector(sessionID)
+	var out []uint64
+	for e, err := range c.m.Events(ctx, sessionID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, err := agent.ParseEvent(ev.Payload); err == nil && e.Kind == agent.KindNative {
-			silent[ev.Seq] = true
+		if len(p.project(e, 1)) > 0 {
+			out = append(out, uint64(e.Seq))
+		}
+		if uint64(e.Seq) >= lastSeq {
+			break
 		}
 	}
-	return silent
+	return out
 }
 
 func allArrived(v fakeorchestrator.View, sessionID string, lastSeq uint64) bool {
@@ -78,10 +83,23 @@ func allArrived(v fakeorchestrator.View, sessionID string, lastSeq uint64) bool 
 // reconnects, answers sync_request with the messages it missed, and
 // replays the events after its timestamp: nothing lost, nothing twice.
 func TestOrchestratorRestartMidTurn(t *testing.T) {
+	forEachWindow(t, testOrchestratorRestartMidTurn)
+}
+
+// forEachWindow runs a test with the daemon's default window, with none
+// (every reconnect folds the log) and with one of four frames (a
+// reconnect folds the log, then goes on from the window).
+func forEachWindow(t *testing.T, test func(t *testing.T, replay func(*Config))) {
+	for name, frames := range map[string]int{"window": 0, "no-window": -1, "tiny-window": 4} {
+		t.Run(name, func(t *testing.T) { test(t, func(cfg *Config) { cfg.ReplayFrames = frames }) })
+	}
+}
+
+func testOrchestratorRestartMidTurn(t *testing.T, replay func(*Config)) {
 	g := &gate{open: true}
 	c := openCore(t, t.TempDir(), g)
 	o := startOrchestrator(t, fakeorchestrator.Options{Store: true})
-	startDaemon(t, c, o, nil)
+	startDaemon(t, c, o, replay)
 	if err := o.Wait(ctxFor(t), connected); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +142,7 @@ func TestOrchestratorRestartMidTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Read(func(v fakeorchestrator.View) {
-		checkOnce(t, v, c, s.ID, info.LastSeq)
+		checkOnce(t, c, v, s.ID, info.LastSeq)
 		if after := len(eventsOf(v, s.ID)); after <= before {
 			t.Errorf("no event replayed (%d then %d)", before, after)
 		}
@@ -169,11 +187,15 @@ func waitIdle(t *testing.T, c *core, id string) {
 // orchestrator's sync says where to resume; without one the daemon's own
 // saved position does.
 func TestDaemonRestartPendingApproval(t *testing.T) {
+	forEachWindow(t, testDaemonRestartPendingApproval)
+}
+
+func testDaemonRestartPendingApproval(t *testing.T, replay func(*Config)) {
 	for _, store := range []bool{true, false} {
 		t.Run(map[bool]string{true: "sync", false: "cursor"}[store], func(t *testing.T) {
 			dir := t.TempDir()
 			cursorFile := filepath.Join(dir, "mast-cursor.json")
-			withCursor := func(cfg *Config) { cfg.CursorFile = cursorFile }
+			withCursor := func(cfg *Config) { cfg.CursorFile = cursorFile; replay(cfg) }
 			c1 := openCore(t, dir, nil)
 			o := startOrchestrator(t, fakeorchestrator.Options{Store: store})
 			r1 := startDaemon(t, c1, o, withCursor)
@@ -201,7 +223,7 @@ func TestDaemonRestartPendingApproval(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.Read(func(v fakeorchestrator.View) {
-				checkOnce(t, v, c2, s.ID, info.LastSeq)
+				checkOnce(t, c2, v, s.ID, info.LastSeq)
 				if !hasEvent(v, s.ID, EventPermissionUpdated, func(d map[string]any) bool {
 					return d["permissionId"] == pid && d["status"] == "denied"
 				}) {

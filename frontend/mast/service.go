@@ -17,7 +17,7 @@ import (
 // Service answers the semantic commands over the runner's sessions. Its
 // methods are safe for concurrent use.
 type Service struct {
-	Sessions *sessions.Manager
+	Sessions sessions.Core
 	// DefaultAgent is the agent kind of a create_session that names none
 	// (MAST_DEFAULT_AGENT); empty, or not offered, means the first
 	// offered in the registry's default order (driver.Kinds).
@@ -26,6 +26,13 @@ type Service struct {
 	// "orchestrator".
 	By     string
 	Logger *slog.Logger
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
 }
 
 // ErrCommand matches a command the daemon refuses before doing anything:

@@ -9,9 +9,12 @@
 // its approvals) comes from canonical events and session Info.
 //
 // Unlike the reference shims it pushes events as they are logged (no
-// polling), keeps every event of the process so that each connected
-// client gets the whole stream and a reconnecting client resumes from a
-// sequence, and resolves real approvals. Only its backend may drive it:
+// polling), serves the stream as a view over the durable event log (each
+// client reads the runs' canonical events from the log and maps them as
+// the run's pump decided, so each connected client gets the whole stream
+// and a reconnecting client resumes from a sequence, in a shim started
+// again on its data too, while the shim keeps no copy of the events), and
+// resolves real approvals. Only its backend may drive it:
 // requests from web pages, under other hosts' names, with non-JSON bodies
 // or without its token (when it has one) are refused before any endpoint
 // (guard.go). docs/shim.md is the contract.

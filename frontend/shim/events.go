@@ -15,13 +15,14 @@ import (
 const writeTimeout = 10 * time.Second
 
 // events serves WS /events: every AdapterEvent, one per text frame, as
-// it is produced. Every client reads at its own cursor: by default from
-// the oldest event no client has been sent yet; ?runId=R&after=N resumes
-// after event N of run R (then every later run), waiting for its next
-// event when N is its last so far; ?replay=all sends everything kept. A
-// resume from an event no longer kept is refused with close code 4410,
-// never skipped silently; an N that is no sequence, or one the run has
-// not reached, with 400 before the upgrade.
+// it is decided, made from the log (view.go). Every client reads at its
+// own place: by default from the oldest event no client has been sent
+// yet; ?runId=R&after=N resumes after event N of run R (then every later
+// run), waiting for its next event when N is its last so far;
+// ?replay=all sends every run kept. A resume from a run no longer kept
+// (or whose events the log no longer has) is refused with close code
+// 4410, never skipped silently; an N that is no sequence, or one the run
+// has not reached, with 400 before the upgrade.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !s.subscribe() {
 		s.tooManySubscribers(w, r)
@@ -39,7 +40,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	from, startErr := s.hub.start(q.Get("runId"), after, q.Get("replay") == "all")
+	from, startErr := s.runs.start(r.Context(), q.Get("runId"), after, q.Get("replay") == "all", s.countRun)
 	if errors.Is(startErr, ErrOutOfRange) {
 		detail(w, http.StatusBadRequest, startErr.Error())
 		return
@@ -57,7 +58,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	defer context.AfterFunc(s.ctx, stop)() // the shim's own end ends its streams
-	err = s.hub.follow(ctx, from, func(frame []byte) error {
+	err = s.follow(ctx, from, func(frame []byte) error {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		defer cancel()
 		return ws.Write(wctx, websocket.MessageText, frame)

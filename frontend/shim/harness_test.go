@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,11 +32,20 @@ type harness struct {
 	*shimclient.Client
 	shim *shim.Server
 	dir  string // the workspace
+	stop func()
+	once sync.Once
 }
 
 func start(t *testing.T, d agent.Driver, configure func(*shim.Config)) *harness {
 	t.Helper()
-	dir := t.TempDir()
+	return startIn(t, t.TempDir(), d, configure)
+}
+
+// startIn starts a shim over the data in dir, as tether shim does with a
+// data directory: its sessions and its runs' records are kept there, so
+// a shim started again on dir serves them.
+func startIn(t *testing.T, dir string, d agent.Driver, configure func(*shim.Config)) *harness {
+	t.Helper()
 	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
 	if err != nil {
 		t.Fatal(err)
@@ -48,11 +58,12 @@ func start(t *testing.T, d agent.Driver, configure func(*shim.Config)) *harness 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{d.Name(): d}, Workspaces: ws, Log: log, Approvals: store})
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{d.Name(): d}, Workspaces: ws, Log: log, Approvals: store,
+		IndexDir: filepath.Join(dir, "sessions")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := shim.Config{Sessions: m, Agent: d.Name(), WorkspaceID: "project"}
+	cfg := shim.Config{Sessions: m, Agent: d.Name(), WorkspaceID: "project", StateFile: filepath.Join(dir, "shim-runs.json")}
 	if d.Name() == "mock" { // as tether shim assembles it
 		cfg.ResumeOptions = mock.ResumeOptions
 	}
@@ -64,7 +75,8 @@ func start(t *testing.T, d agent.Driver, configure func(*shim.Config)) *harness 
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
+	h := &harness{shim: s}
+	h.stop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := s.Close(ctx); err != nil {
@@ -75,9 +87,16 @@ func start(t *testing.T, d agent.Driver, configure func(*shim.Config)) *harness 
 		_ = m.Shutdown(ctx)
 		_ = log.Close()
 		_ = store.Close()
-	})
-	wsPath, _ := ws.Path("project")
-	return &harness{Client: &shimclient.Client{T: t, Base: srv.URL, AgentID: agentID}, shim: s, dir: wsPath}
+	}
+	t.Cleanup(func() { h.Stop() })
+	h.dir, _ = ws.Path("project")
+	h.Client = &shimclient.Client{T: t, Base: srv.URL, AgentID: agentID}
+	return h
+}
+
+// Stop ends the shim and its core, as the process's exit does.
+func (h *harness) Stop() {
+	h.once.Do(h.stop)
 }
 
 // brief is a minimal valid brief, as the backend's tests send, with text

@@ -28,8 +28,14 @@ func (s *Server) startRun(ctx context.Context, brief AgentBrief, native string, 
 	if err != nil {
 		return nil, err
 	}
-	r := &run{s: s, id: s.cfg.NewID(), sessionID: info.ID, brief: brief, turnsBefore: turns,
-		mapper: newMapper(brief.AgentID, brief.Workstream, s.cfg.NewID), status: StatusRunning,
+	id := s.cfg.NewID()
+	entry, err := s.runs.add(runRecord{ID: id, SessionID: info.ID, AgentID: brief.AgentID, Workstream: brief.Workstream,
+		Started: s.cfg.Now()})
+	if err != nil {
+		s.log.Warn("the run's record was not saved", "run", id, "err", err)
+	}
+	r := &run{s: s, id: id, sessionID: info.ID, entry: entry, brief: brief, turnsBefore: turns,
+		mapper: newMapper(brief.AgentID, brief.Workstream, id), status: StatusRunning,
 		nativeID: info.NativeID, resolved: map[string]chan struct{}{}, options: map[string][]string{}, done: make(chan struct{})}
 	return r, nil
 }
@@ -186,11 +192,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (r *run) lastSeq() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.seq
-}
+func (r *run) lastSeq() int64 { return r.s.runs.count(r.entry) }
 
 func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 	var body struct {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 	"time"
@@ -16,13 +17,15 @@ import (
 const maxText = 500
 
 // mapper turns one run's canonical events into AgentEvents. It tracks
-// open tool calls by the canonical item id (each gets a fresh toolCallId,
-// and its duration), the artifacts the run produced and its open
+// open tool calls by the canonical item id (each gets a toolCallId of its
+// own, and its duration), the artifacts the run produced and its open
 // decisions. It is the same for every agent: their differences are in
-// the canonical events already.
+// the canonical events already. It is a fold: the ids it makes come from
+// the run's id and the items', so every reader of the run's events makes
+// the same AgentEvents.
 type mapper struct {
 	agentID, workstream string
-	newID               func() string
+	runID               string
 
 	calls     map[string]openCall
 	artifacts []string
@@ -32,14 +35,37 @@ type mapper struct {
 	errored bool
 }
 
+// mapperState is what a mapper has folded at some event: a reader that
+// starts there takes it up instead of folding the run from its start.
+type mapperState struct {
+	calls     map[string]openCall
+	artifacts []string
+	decisions map[string]bool
+	turns     int
+	errored   bool
+}
+
+// state is the mapper's state now, its own to keep: the artifacts are
+// only ever appended to, so they are shared up to their length.
+func (m *mapper) state() mapperState {
+	return mapperState{calls: maps.Clone(m.calls), artifacts: m.artifacts[:len(m.artifacts):len(m.artifacts)],
+		decisions: maps.Clone(m.decisions), turns: m.turns, errored: m.errored}
+}
+
+// restore takes up st.
+func (m *mapper) restore(st mapperState) {
+	m.calls, m.artifacts, m.decisions = maps.Clone(st.calls), st.artifacts, maps.Clone(st.decisions)
+	m.turns, m.errored = st.turns, st.errored
+}
+
 type openCall struct {
 	id, name string
 	input    any
 	started  time.Time
 }
 
-func newMapper(agentID, workstream string, newID func() string) *mapper {
-	return &mapper{agentID: agentID, workstream: workstream, newID: newID,
+func newMapper(agentID, workstream, runID string) *mapper {
+	return &mapper{agentID: agentID, workstream: workstream, runID: runID,
 		calls: map[string]openCall{}, decisions: map[string]bool{}}
 }
 
@@ -109,7 +135,7 @@ func (m *mapper) itemStarted(at time.Time, it *agent.Item) []Event {
 	if !ok {
 		return nil
 	}
-	c := openCall{id: m.newID(), name: name, input: input, started: at}
+	c := openCall{id: derivedID(m.runID, "tool", it.ID), name: name, input: input, started: at}
 	m.calls[it.ID] = c
 	return []Event{m.ev("tool_call", "toolCallId", c.id, "toolName", name, "phase", "requested", "input", input, "approved", true)}
 }
@@ -194,7 +220,7 @@ func (m *mapper) itemCompleted(at time.Time, it *agent.Item) ([]Event, []artifac
 	}
 	c, open := m.calls[it.ID]
 	if !open { // completed without a start: one event tells both
-		c = openCall{id: m.newID(), name: name, input: input, started: at}
+		c = openCall{id: derivedID(m.runID, "tool", it.ID), name: name, input: input, started: at}
 	}
 	delete(m.calls, it.ID)
 	if !emptyInput(input) { // the input may have streamed in after the start
@@ -216,7 +242,7 @@ func (m *mapper) itemCompleted(at time.Time, it *agent.Item) ([]Event, []artifac
 			if ch.Kind == agent.ChangeDelete {
 				continue
 			}
-			arts = append(arts, m.artifact(at, ch.Path))
+			arts = append(arts, m.artifact(at, it.ID, ch.Path))
 		}
 	}
 	return evs, arts
@@ -241,8 +267,8 @@ func outputOf(it *agent.Item) any {
 	return nil
 }
 
-func (m *mapper) artifact(at time.Time, p string) artifactEvent {
-	id := m.newID()
+func (m *mapper) artifact(at time.Time, itemID, p string) artifactEvent {
+	id := derivedID(m.runID, "artifact", itemID, p)
 	m.artifacts = append(m.artifacts, id)
 	mime := mimeTypes[strings.ToLower(path.Ext(p))]
 	ev := m.ev("artifact", "artifactId", id, "name", path.Base(p), "kind", ArtifactKind(p), "workstream", m.workstream,

@@ -84,12 +84,18 @@ func (s *Server) crashed(r *run, v any) {
 			s.logPanic("ending a crashed run", again, "run", r.id)
 		}
 	}()
+	// Told first, then ended: a spawn waits for the run's end, so the
+	// next run's events come after these.
+	reason := clip(fmt.Sprintf("the shim failed this run: %v", v))
+	if err := s.runs.crash(r.entry, s.cfg.Now(),
+		r.mapper.ev("error", "severity", "critical", "message", reason, "category", "internal", "recoverable", false),
+		r.mapper.ev("lifecycle", "action", "crashed", "reason", reason)); err != nil {
+		s.log.Warn("the run's record was not saved", "run", r.id, "err", err)
+	}
+	s.runs.finish(r.entry)
 	r.mu.Lock()
 	r.ended, r.inTurn, r.status = true, false, StatusError
 	r.mu.Unlock()
-	reason := clip(fmt.Sprintf("the shim failed this run: %v", v))
-	r.emit(s.cfg.Now(), r.mapper.ev("error", "severity", "critical", "message", reason, "category", "internal", "recoverable", false),
-		r.mapper.ev("lifecycle", "action", "crashed", "reason", reason))
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StopTimeout)
 	defer cancel()
 	if err := s.cfg.Sessions.Close(ctx, r.sessionID); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -16,11 +17,16 @@ import (
 )
 
 // run is one spawn or resume: one canonical session of the agent, its
-// own runId and sequence (from 1), mapped onto AgentEvents.
+// own runId and sequence (from 1), mapped onto AgentEvents. Its pump
+// follows the session and decides, for each event, what the run's stream
+// makes of it (the events of the shim's own: lifecycle, crashes, the
+// follow-up turns, the uploaded artifacts' uris); the stream's readers
+// make the events from the log (view.go).
 type run struct {
 	s         *Server
 	id        string
 	sessionID string
+	entry     *runEntry
 	brief     AgentBrief
 	mapper    *mapper
 	// turnsBefore are the turns the conversation had before this run
@@ -28,7 +34,6 @@ type run struct {
 	turnsBefore int
 
 	mu       sync.Mutex
-	seq      int64
 	status   string
 	nativeID string
 	inTurn   bool
@@ -40,6 +45,9 @@ type run struct {
 	pending  []string                 // open decisions, in order
 	options  map[string][]string      // an open option decision's option ids
 	turns    int
+	// folded counts the canonical events decided since the last
+	// checkpoint (the pump's own).
+	folded int
 }
 
 func (r *run) getStatus() string {
@@ -61,39 +69,33 @@ func (r *run) active() bool {
 	return !r.ended && (r.status == StatusRunning || r.status == StatusWaiting)
 }
 
-// emit sends events as this run's envelopes, numbered in order.
+// emit adds events of the shim's own after the run's end (a kill's, a
+// pause's).
 func (r *run) emit(at time.Time, events ...Event) {
-	for _, e := range events {
-		r.emitOne(at, e)
+	if err := r.s.runs.mark(r.entry, at, events...); err != nil {
+		r.s.log.Warn("the run's record was not saved", "run", r.id, "err", err)
 	}
 }
 
-func (r *run) emitOne(at time.Time, e Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock() // a panic below must not leave the run locked
-	env := Envelope{SourceEventID: r.s.cfg.NewID(), SourceSequence: r.seq + 1, SourceOccurredAt: utc(at), RunID: r.id, Event: e}
-	frame, err := json.Marshal(env)
-	if err != nil { // a value of ours that JSON cannot hold: say so, never drop it silently
-		env.Event = r.mapper.ev("error", "severity", "warning", "message", clip("event not encodable: "+err.Error()),
-			"category", "internal", "recoverable", true)
-		frame, _ = json.Marshal(env)
+// decide records what the run's stream makes of canonical seq: events
+// of them, and change's marks and uris.
+func (r *run) decide(seq int64, events int, change func(*runRecord)) {
+	if err := r.s.runs.decide(r.entry, seq, int64(events), change); err != nil {
+		r.s.log.Warn("the run's record was not saved", "run", r.id, "err", err)
 	}
-	// Appended under the run's lock, so its sequence is the stream's
-	// order; counted once it is in, so a failure leaves no gap.
-	r.s.hub.append(frame, cursor{run: r.id, seq: env.SourceSequence})
-	r.seq = env.SourceSequence
 }
 
-// pump follows the run's canonical session and emits its AgentEvents,
+// pump follows the run's canonical session and decides its AgentEvents,
 // until the session ends.
 func (r *run) pump(ctx context.Context, prompt, action string) {
 	defer close(r.done)
-	r.emit(r.s.cfg.Now(), r.mapper.ev("lifecycle", "action", action))
+	head := []mark{{After: 0, At: r.s.cfg.Now(), Events: []Event{r.mapper.ev("lifecycle", "action", action)}}}
 	if err := r.s.cfg.Sessions.Prompt(ctx, r.sessionID, agent.Prompt{Text: prompt}); err != nil {
-		r.emit(r.s.cfg.Now(), r.mapper.ev("error", "severity", "critical", "message", clip("the agent did not take the prompt: "+err.Error()),
-			"category", "internal", "recoverable", false))
+		head = append(head, mark{After: 0, At: r.s.cfg.Now(), Events: []Event{r.mapper.ev("error", "severity", "critical",
+			"message", clip("the agent did not take the prompt: "+err.Error()), "category", "internal", "recoverable", false)}})
 		r.setStatus(StatusError)
 	}
+	r.decide(0, len(head), func(rec *runRecord) { rec.Marks = append(rec.Marks, head...) })
 	for e, err := range r.s.cfg.Sessions.Events(ctx, r.sessionID, 0) {
 		if err != nil {
 			if ctx.Err() == nil {
@@ -108,11 +110,13 @@ func (r *run) pump(ctx context.Context, prompt, action string) {
 	r.mu.Lock()
 	r.ended, r.inTurn = true, false
 	r.mu.Unlock()
+	r.s.runs.finish(r.entry)
 }
 
-// handle emits one canonical event's AgentEvents and keeps the run's
+// handle decides one canonical event's AgentEvents and keeps the run's
 // state; false when the session has ended.
 func (r *run) handle(ctx context.Context, e agent.Event) bool {
+	seq := e.Seq
 	switch e.Kind {
 	case agent.KindSessionStarted:
 		if e.Session != nil && e.Session.NativeID != "" {
@@ -120,23 +124,29 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 			r.nativeID = e.Session.NativeID
 			r.mu.Unlock()
 		}
+		r.decide(seq, 0, nil)
 		return true
 	case agent.KindSessionEnded:
 		r.mu.Lock()
 		stopping := r.stopping
 		r.mu.Unlock()
-		if stopping == "" { // nobody asked: the agent is gone
-			reason := "the agent's session ended"
-			if e.Session != nil && e.Session.Reason != "" {
-				reason += ": " + e.Session.Reason
-			}
-			if e.Error != nil {
-				reason += ": " + e.Error.Message
-			}
-			r.emit(e.Time, r.mapper.ev("error", "severity", "critical", "message", clip(reason), "category", "internal", "recoverable", false),
-				r.mapper.ev("lifecycle", "action", "crashed", "reason", clip(reason)))
-			r.setStatus(StatusError)
+		if stopping != "" {
+			r.decide(seq, 0, nil)
+			return false
 		}
+		// Nobody asked: the agent is gone.
+		reason := "the agent's session ended"
+		if e.Session != nil && e.Session.Reason != "" {
+			reason += ": " + e.Session.Reason
+		}
+		if e.Error != nil {
+			reason += ": " + e.Error.Message
+		}
+		crash := mark{After: uint64(seq), At: e.Time, Events: []Event{
+			r.mapper.ev("error", "severity", "critical", "message", clip(reason), "category", "internal", "recoverable", false),
+			r.mapper.ev("lifecycle", "action", "crashed", "reason", clip(reason))}}
+		r.decide(seq, len(crash.Events), func(rec *runRecord) { rec.Marks = append(rec.Marks, crash) })
+		r.setStatus(StatusError)
 		return false
 	case agent.KindTurnStarted:
 		r.mu.Lock()
@@ -150,22 +160,41 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 		r.requested(e.Approval)
 	case agent.KindTurnCompleted:
 		if e.Turn.Status == agent.TurnCompleted && r.s.followUp(ctx, r) {
-			r.emit(e.Time, r.mapper.status("Turn completed; delivering the queued context and brief updates"))
+			r.mapper.Map(e)
+			followUp := mark{After: uint64(seq), Replace: true, At: e.Time, Events: []Event{
+				r.mapper.status("Turn completed; delivering the queued context and brief updates")}}
+			r.decide(seq, 1, func(rec *runRecord) { rec.Marks = append(rec.Marks, followUp) })
 			return true
 		}
 	}
 	m := r.mapper.Map(e)
-	for i, ev := range m.events {
-		if a, ok := m.artifacts[i]; ok && r.s.cfg.Bootstrap.ArtifactUploadEndpoint != "" {
-			if uri, err := upload(ctx, r.s.cfg.HTTPClient, r.s.cfg.Bootstrap, r.brief.AgentID, ev["artifactId"].(string), a.mimeType); err == nil {
-				ev["uri"] = uri
-			} else {
-				r.s.log.Warn("artifact not uploaded; its path is kept", "artifact", ev["artifactId"], "err", err)
-			}
+	uris := map[string]string{}
+	for i, a := range m.artifacts {
+		if r.s.cfg.Bootstrap.ArtifactUploadEndpoint == "" {
+			break
+		}
+		id := m.events[i]["artifactId"].(string)
+		if uri, err := upload(ctx, r.s.cfg.HTTPClient, r.s.cfg.Bootstrap, r.brief.AgentID, id, a.mimeType); err == nil {
+			uris[id] = uri
+		} else {
+			r.s.log.Warn("artifact not uploaded; its path is kept", "artifact", id, "err", err)
 		}
 	}
-	r.emit(e.Time, m.events...)
+	var change func(*runRecord)
+	if len(uris) > 0 {
+		change = func(rec *runRecord) {
+			if rec.URIs == nil {
+				rec.URIs = map[string]string{}
+			}
+			maps.Copy(rec.URIs, uris)
+		}
+	}
+	r.decide(seq, len(m.events), change)
 	r.after(e)
+	if r.folded++; r.folded == checkpointEvery {
+		r.folded = 0
+		r.s.runs.checkpoint(r.entry, seq, r.mapper.state())
+	}
 	return true
 }
 
@@ -271,8 +300,9 @@ func (r *run) stop(ctx context.Context, why string, graceful bool) error {
 
 // state serializes the run for /pause and /checkpoint.
 func (r *run) state(by string, at time.Time) SerializedAgentState {
+	seq := r.s.runs.count(r.entry)
 	r.mu.Lock()
-	native, seq, turns := r.nativeID, r.seq, r.turnsBefore+r.turns
+	native, turns := r.nativeID, r.turnsBefore+r.turns
 	pending := append([]string{}, r.pending...)
 	status := r.status
 	r.mu.Unlock()

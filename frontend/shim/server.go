@@ -24,7 +24,7 @@ const MaxBody = 4 << 20
 type Config struct {
 	// Sessions runs the agent; Agent is the agent kind every run uses and
 	// WorkspaceID the workspace its sessions work in.
-	Sessions    *sessions.Manager
+	Sessions    sessions.Core
 	Agent       string
 	WorkspaceID string
 	// Bootstrap is AGENT_BOOTSTRAP: artifacts are uploaded to its
@@ -40,8 +40,14 @@ type Config struct {
 	// state travels as: "claude" (its session id), "mock" (its script
 	// position), else "openai" (runStateJson); empty means Agent.
 	CheckpointSDK string
-	// Retain is how many events are kept for replay (DefaultRetain).
-	Retain int
+	// StateFile, when set, is where the shim keeps its runs' records
+	// (each run's session, agent id and workstream, and the events of
+	// the shim's own it put in: lifecycle, crashes, follow-up turns, the
+	// uploaded artifacts' uris), so a shim started again on the same
+	// data serves their streams from the log. Empty keeps them in memory.
+	StateFile string
+	// MaxRuns is how many runs' streams are kept (DefaultMaxRuns).
+	MaxRuns int
 	// StopTimeout bounds a graceful kill or pause (5 s when zero, as the
 	// reference's SIGTERM grace); a kill's graceTimeoutMs overrides it.
 	StopTimeout time.Duration
@@ -70,7 +76,7 @@ type Config struct {
 // and WS /events; Close ends the run and its goroutines.
 type Server struct {
 	cfg     Config
-	hub     *hub
+	runs    *runs
 	started time.Time
 	log     *slog.Logger
 	// tokens is Config.Token's set (nil without one); listenHost is
@@ -133,8 +139,12 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	rs, err := openRuns(cfg.StateFile, cfg.MaxRuns)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, hub: newHub(cfg.Retain), started: cfg.Now(), log: log, tokens: tokens,
+	return &Server{cfg: cfg, runs: rs, started: cfg.Now(), log: log, tokens: tokens,
 		listenHost: bareHost(cfg.ListenHost), ctx: ctx, cancel: cancel}, nil
 }
 
@@ -196,7 +206,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	use := s.usage(r.Context())
 	use.CollectedAt = utc(now)
 	writeJSON(w, http.StatusOK, Health{Status: "healthy", AgentStatus: status, UptimeMs: now.Sub(s.started).Milliseconds(),
-		ResourceUsage: use, PendingEventBufferSize: s.hub.undelivered()})
+		ResourceUsage: use, PendingEventBufferSize: s.runs.undelivered()})
 }
 
 // usage is Config.Usage's report, or the shim's own memory without one.

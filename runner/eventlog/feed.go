@@ -126,11 +126,19 @@ func (l *Bolt) putFeed(tx *bolt.Tx, runs []feedRun, first uint64) (uint64, error
 		if err != nil {
 			return first, err
 		}
-		if r.last() >= keepFrom {
+		if r.pos >= keepFrom {
 			return r.pos, nil
 		}
 		if err := c.Delete(); err != nil {
 			return first, err
+		}
+		if r.last() >= keepFrom { // the run straddles the limit: keep its tail
+			skip := keepFrom - r.pos
+			tail := feedRun{pos: keepFrom, seq: r.seq + skip, n: r.n - skip, name: r.name}
+			if err := b.Put(tail.key(), tail.value()); err != nil {
+				return first, err
+			}
+			return keepFrom, nil
 		}
 	}
 	return last + 1, nil

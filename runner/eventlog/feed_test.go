@@ -119,3 +119,39 @@ func TestFeedRetention(t *testing.T) {
 		t.Fatalf("a reader past the end: %v", err)
 	}
 }
+
+// One session appending alone makes long feed runs; retention still
+// keeps exactly the newest MaxFeedEvents positions, cutting a run that
+// straddles the limit rather than keeping it whole.
+func TestFeedRetentionCutsALongRun(t *testing.T) {
+	l, path := open(t, Options{MaxFeedEvents: 10})
+	var batch [][]byte
+	for i := range 25 {
+		batch = append(batch, []byte(fmt.Sprint(i)))
+	}
+	if _, _, err := l.AppendAt(context.Background(), "alone", batch); err != nil {
+		t.Fatal(err)
+	}
+	toDisk(t, l)
+	check := func(what string, l *Bolt) {
+		t.Helper()
+		if first, _ := l.FeedFirst(); first != 16 {
+			t.Fatalf("%s: FeedFirst = %d after 25 events keeping 10, want 16", what, first)
+		}
+		if _, err := feedAll(t, l, 14); !errors.Is(err, ErrTruncated) {
+			t.Fatalf("%s: a reader before the feed's start: %v", what, err)
+		}
+		got, err := feedAll(t, l, 15)
+		if err != nil || len(got) != 10 {
+			t.Fatalf("%s: %d entries, %v", what, len(got), err)
+		}
+		if got[0].Pos != 16 || got[0].Seq != 16 || string(got[0].Payload) != "15" {
+			t.Fatalf("%s: the first kept entry is %d seq %d %q", what, got[0].Pos, got[0].Seq, got[0].Payload)
+		}
+	}
+	check("open", l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("reopened", reopen(t, path, Options{MaxFeedEvents: 10}))
+}
