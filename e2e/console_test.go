@@ -534,7 +534,10 @@ func TestRealCLIConsoleShowsV1Session(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := claude.Connect(ctx, claude.Options{Runner: &claude.RunnerOptions{URL: tr.URL, Token: tr.Token, WorkspaceID: newWorkspaceID("v1-console")}})
+	// Partial messages stream the reply's text as it comes; without them
+	// it arrives whole, a moment before the turn's end.
+	c, err := claude.Connect(ctx, claude.Options{IncludePartialMessages: true,
+		Runner: &claude.RunnerOptions{URL: tr.URL, Token: tr.Token, WorkspaceID: newWorkspaceID("v1-console")}})
 	if err != nil {
 		t.Fatal(err)
 	}
