@@ -37,6 +37,12 @@ func Kinds() []Kind {
 	}
 }
 
+// MaxRawDepth is the deepest an event's Raw may nest: encoding/json's
+// own limit (10,000) less room for the documents that carry a payload (an
+// event; a protocol v1 frame in a batch), so any JSON decoder a client
+// has reads them.
+const MaxRawDepth = 9990
+
 // Event is one record of a session's work. Seq numbers a session's events
 // from 1; the runner's log assigns it, drivers leave it zero.
 type Event struct {
@@ -58,8 +64,14 @@ type Event struct {
 	// Raw is the agent's own payload this event was mapped from (a
 	// stream-json line, a JSON-RPC notification, an SSE event's data),
 	// unchanged. Where one payload makes several events, the first of
-	// them carries it. Events a driver makes up itself have none.
+	// them carries it. Events a driver makes up itself have none. It is
+	// JSON nested at most MaxRawDepth deep: the session core checks that
+	// before it logs the event, unless RawChecked says it is known.
 	Raw json.RawMessage `json:"raw,omitempty"`
+	// RawChecked says Raw is known to be JSON nested at most MaxRawDepth
+	// deep: a driver whose parser validated the payload whole sets it,
+	// and every event the core logged has it. Never encoded.
+	RawChecked bool `json:"-"`
 
 	// Logged is the event's JSON as the runner's log holds it, without
 	// its seq (which the log gives it), when it came from a log: a reader

@@ -286,7 +286,7 @@ func TestDecodeLoggedIsParseEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got.Logged = nil
+		got.Logged, got.RawChecked = nil, false
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: DecodeLogged\n got %+v\nwant %+v", e.Kind, got, want)
 		}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-
-	segjson "github.com/segmentio/encoding/json"
 )
 
 // payloadRule is, per kind, the payload fields an event must have and
@@ -200,19 +198,6 @@ func (r *Resolution) check() string {
 // ParseEvent decodes one event (as a log or an API gives it) and
 // validates it. Unknown fields are ignored, so a newer writer's events
 // still read.
-// DecodeLogged decodes an event its runner logged (and checked when it was
-// made): no Validate, and a decoder a good deal faster than encoding/json,
-// for the events a replay reads back by the hundred thousand. Logged is
-// set to data, which the event then keeps.
-func DecodeLogged(data []byte) (Event, error) {
-	var e Event
-	if _, err := segjson.Parse(data, &e, segjson.ZeroCopy); err != nil {
-		return Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
-	}
-	e.Logged = data
-	return e, nil
-}
-
 func ParseEvent(data []byte) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(data, &e); err != nil {

@@ -113,6 +113,9 @@ func throughput(self, cli string, env map[string]string, reps int, heapFloor int
 	if prof := os.Getenv("RUNNERBENCH_RUNNER_CPUPROFILE"); prof != "" {
 		extra = append(extra, "-cpuprofile", prof)
 	}
+	if prof := os.Getenv("RUNNERBENCH_RUNNER_ALLOCPROFILE"); prof != "" {
+		extra = append(extra, "-allocprofile", prof)
+	}
 	rc, err := startChild(self, cli, env, heapFloor, extra...)
 	if err != nil {
 		return tpResult{}, err

@@ -37,7 +37,11 @@ func serveChild(args []string) int {
 	floor := fs.Int64("gc-heap-floor", gcfloor.Default, "as tether serve's flag")
 	exact := fs.Bool("exact-profile", false, "record every allocation (for a heap profile; costs memory)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the runner to `FILE`")
+	allocs := fs.String("allocprofile", "", "write a profile of the runner's allocations to `FILE` when it ends")
 	_ = fs.Parse(args)
+	if *allocs != "" {
+		defer writeAllocs(*allocs)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -72,6 +76,18 @@ func serveChild(args []string) int {
 		fmt.Println("PROFILED")
 	}
 	return 0
+}
+
+// writeAllocs writes the allocations profile (sampled) to path.
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 }
 
 // child is a runner started with serveChild.

@@ -128,10 +128,10 @@ func (m *canonicalMapper) message(msg cc.Message) []agent.Event {
 // the model has no place for it.
 func (m *canonicalMapper) line(msg cc.Message) []agent.Event {
 	events := m.message(msg)
-	raw := msg.Raw()
+	raw, checked := msg.Raw(), cc.Checked(msg)
 	carrier, tail := -1, len(events)
 	for i := range events {
-		events[i].Raw = nil
+		events[i].Raw, events[i].RawChecked = nil, false
 		switch events[i].Kind {
 		case agent.KindSessionStarted:
 		case agent.KindTurnCompleted, agent.KindSessionEnded:
@@ -143,10 +143,11 @@ func (m *canonicalMapper) line(msg cc.Message) []agent.Event {
 		}
 	}
 	if carrier >= 0 && carrier < tail {
-		events[carrier].Raw = raw
+		events[carrier].Raw, events[carrier].RawChecked = raw, checked
 		return events
 	}
 	native := m.event(agent.KindNative, raw)
+	native.RawChecked = checked
 	return slices.Insert(events, tail, native)
 }
 

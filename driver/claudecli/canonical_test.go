@@ -176,6 +176,11 @@ func TestCanonicalTwoTurns(t *testing.T) {
 		if e.Raw != nil && (e.Kind == agent.KindTurnCompleted || e.Kind == agent.KindSessionStarted) {
 			t.Errorf("%s carries a raw line: a client of the agent's lines sees it on another event", e.Kind)
 		}
+		// The assistant lines' parser validated them whole: the core
+		// need not check them again. Other lines are the core's to check.
+		if checked := e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemMessage; e.RawChecked != checked {
+			t.Errorf("a %s event's raw line checked %v, want %v", e.Kind, e.RawChecked, checked)
+		}
 	}
 }
 

@@ -69,7 +69,9 @@ func (p *projector) frame(dst []byte, e *agent.Event) ([]byte, bool) {
 	if len(line) == 0 || line[0] != '{' {
 		return dst, false // no line, or one that was not JSON (the CLI's junk)
 	}
-	if p.relay && v1.EmbeddableLine(line) {
+	// The core logs only payloads any host's decoder reads (see
+	// agent.Event.Raw): a checked one is embedded as it is.
+	if p.relay && (e.RawChecked || v1.EmbeddableLine(line)) {
 		return v1.AppendMessageRaw(dst, 0, request, line), true
 	}
 	return v1.AppendMessageLine(dst, 0, request, []byte(line)), true

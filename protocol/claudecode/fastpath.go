@@ -504,7 +504,7 @@ func fastAssistant(line []byte) *AssistantMessage {
 	if !s.end(typ, TypeAssistant) {
 		return nil
 	}
-	m.raw = line
+	m.raw, m.checked = line, true
 	return m
 }
 
@@ -644,7 +644,7 @@ func fastStreamEvent(line []byte) *StreamEvent {
 	if !s.end(typ, TypeStreamEvent) {
 		return nil
 	}
-	m.raw = line
+	m.raw, m.checked = line, true
 	return m
 }
 

@@ -2,10 +2,13 @@ package claudecode
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tetherhq/tether/internal/jsonscan"
 )
 
 // slowParse decodes a line the general way, as Parse does off the fast path.
@@ -34,10 +37,26 @@ func fastPathAgrees(line []byte) (accepted bool, problem string) {
 	if err != nil {
 		return true, fmt.Sprintf("fast path accepted %q, the general decoder says %v", line, err)
 	}
+	if !Checked(fast) || !json.Valid(line) || !jsonscan.Valid(line, MaxCheckedDepth) {
+		return true, fmt.Sprintf("fast path accepted %q: checked %v, valid %v, nested within %d %v", line,
+			Checked(fast), json.Valid(line), MaxCheckedDepth, jsonscan.Valid(line, MaxCheckedDepth))
+	}
+	uncheck(fast)
 	if !reflect.DeepEqual(fast, slow) {
 		return true, fmt.Sprintf("fast path differs on %q:\nfast %#v\nslow %#v", line, fast, slow)
 	}
 	return true, ""
+}
+
+// uncheck clears what only the fast path sets, for a comparison with the
+// general decoder.
+func uncheck(m Message) {
+	switch m := m.(type) {
+	case *AssistantMessage:
+		m.checked = false
+	case *StreamEvent:
+		m.checked = false
+	}
 }
 
 func checkFastPath(t *testing.T, line []byte) bool {

@@ -54,9 +54,25 @@ var ErrNotObject = errNotObject
 // base carries what every message has.
 type base struct {
 	raw []byte
+	// checked: the line was read whole by the validating fast path.
+	checked bool
 }
 
 func (b *base) Raw() []byte { return b.raw }
+
+func (b *base) rawChecked() bool { return b.checked }
+
+// MaxCheckedDepth bounds the nesting of a line Checked vouches for.
+const MaxCheckedDepth = maxFastDepth + 16
+
+// Checked reports whether m's line is known to be valid JSON nested at
+// most MaxCheckedDepth deep, because the parser that read it validated
+// it whole on the way (the fast path for the hottest line types): a
+// caller that needs that of the line need not check it again.
+func Checked(m Message) bool {
+	c, ok := m.(interface{ rawChecked() bool })
+	return ok && c.rawChecked()
+}
 
 // Parse decodes one line. The line becomes the message's Raw and must not be
 // modified afterwards. Unknown types come back as *Unknown, never an error.

@@ -170,7 +170,7 @@ func (l *Bolt) FeedLast() (uint64, error) {
 // no longer holds it is passed over. Errors are yielded once, after which
 // the iteration stops: ErrAhead when after is past the feed's end,
 // ErrTruncated when the feed's retention dropped positions after
-// `after`, ctx's error, ErrClosed.
+// `after`, ctx's error, ErrClosed. Payloads are shared, as Read's.
 func (l *Bolt) Feed(ctx context.Context, after uint64) iter.Seq2[FeedEntry, error] {
 	l.mu.Lock()
 	first, end, closed := l.feedFirst, l.feedLast, l.closed
@@ -279,7 +279,7 @@ func (l *Bolt) yieldRun(r feedRun, after, end uint64, buf []Event, yield func(Fe
 	from = max(from, first)
 	for next := skipGaps(gaps, from); next <= to; {
 		var err error
-		buf, err = l.readChunk(s, next, to, gaps, buf[:0], false)
+		buf, err = l.readChunk(s, next, to, gaps, buf[:0])
 		if errors.Is(err, ErrTruncated) || errors.Is(err, ErrUnknownSession) {
 			return buf, true // retention or a delete took them meanwhile
 		}

@@ -155,3 +155,23 @@ func TestFeedRetentionCutsALongRun(t *testing.T) {
 	}
 	check("reopened", reopen(t, path, Options{MaxFeedEvents: 10}))
 }
+
+// AppendAt hands back the log's own copies of the payloads: the caller's
+// buffer is its own again, and what it keeps is what Read yields.
+func TestAppendAtHandsBackTheLogsCopies(t *testing.T) {
+	l, _ := open(t, Options{})
+	buf := []byte("onetwo")
+	payloads := [][]byte{buf[:3], buf[3:]}
+	if _, _, err := l.AppendAt(context.Background(), "s", payloads); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXXX")
+	if string(payloads[0]) != "one" || string(payloads[1]) != "two" {
+		t.Fatalf("the payloads handed back changed with the caller's buffer: %q", payloads)
+	}
+	for ev, err := range l.Read(context.Background(), "s", 0) {
+		if err != nil || &ev.Payload[0] != &payloads[ev.Seq-1][0] {
+			t.Fatalf("Read does not yield the copies handed back: %v, event %d", err, ev.Seq)
+		}
+	}
+}

@@ -52,7 +52,7 @@ func TestCommittedEventsKeptForReaders(t *testing.T) {
 	}
 	// Served from memory: the file no longer has them.
 	var got []uint64
-	for ev, err := range l.ReadShared(ctx, "s", 0) {
+	for ev, err := range l.Read(ctx, "s", 0) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -174,10 +174,11 @@ type Event struct {
 // can give the core another.
 type Log interface {
 	// AppendAt logs payloads as session's next events and returns the
-	// first one's seq and feed position.
+	// first one's seq and feed position; on success each payloads[i] is
+	// the log's own copy (the caller's buffers are its own again).
 	AppendAt(ctx context.Context, session string, payloads [][]byte) (first, pos uint64, err error)
 	// Read yields session's events after seq `after`, up to its last when
-	// called.
+	// called. Payloads are shared: not to be modified.
 	Read(ctx context.Context, session string, after uint64) iter.Seq2[Event, error]
 	// Last is session's last seq given; First its oldest retained.
 	Last(session string) (uint64, error)
@@ -460,7 +461,7 @@ func (l *Bolt) loadBounds(evb *bolt.Bucket, s *sessionState) error {
 // ctx is done.
 func (l *Bolt) Append(ctx context.Context, session string, payload []byte) (seq uint64, err error) {
 	one := [1][]byte{payload}
-	seq, _, err = l.appendEvents(ctx, session, one[:])
+	seq, _, err = l.appendEvents(ctx, session, one[:], false)
 	return seq, err
 }
 
@@ -468,17 +469,21 @@ func (l *Bolt) Append(ctx context.Context, session string, payload []byte) (seq 
 // returns the first one (0 when payloads is empty). It behaves like that
 // many Appends, made atomically.
 func (l *Bolt) AppendBatch(ctx context.Context, session string, payloads [][]byte) (first uint64, err error) {
-	first, _, err = l.appendEvents(ctx, session, payloads)
+	first, _, err = l.appendEvents(ctx, session, payloads, false)
 	return first, err
 }
 
 // AppendAt is AppendBatch that also returns the first event's position
-// in the feed; the others follow it.
+// in the feed; the others follow it. On success each payloads[i] is
+// replaced by the log's own copy of it (shared, as Read's payloads), so
+// the caller may encode into a buffer it reuses and keep what the log
+// holds.
 func (l *Bolt) AppendAt(ctx context.Context, session string, payloads [][]byte) (first, pos uint64, err error) {
-	return l.appendEvents(ctx, session, payloads)
+	return l.appendEvents(ctx, session, payloads, true)
 }
 
-func (l *Bolt) appendEvents(ctx context.Context, name string, payloads [][]byte) (uint64, uint64, error) {
+// appendEvents appends payloads; share: replace each with the log's copy.
+func (l *Bolt) appendEvents(ctx context.Context, name string, payloads [][]byte, share bool) (uint64, uint64, error) {
 	if err := checkName(name); err != nil {
 		return 0, 0, err
 	}
@@ -552,6 +557,13 @@ func (l *Bolt) appendEvents(ctx context.Context, name string, payloads [][]byte)
 		signal(l.urgent) // enough for a big transaction: do not wait for the window
 	}
 	l.mu.Unlock()
+	if share {
+		for i, r := range recs {
+			if payloads[i] = r.payload(); len(payloads[i]) == 0 {
+				payloads[i] = nil
+			}
+		}
+	}
 	return first, pos, nil
 }
 

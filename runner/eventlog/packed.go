@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -264,9 +263,4 @@ func lastStoredTime(evb *bolt.Bucket, k, v []byte) (int64, error) {
 		return true
 	})
 	return last, err
-}
-
-// storedEvent decodes a stored event; the payload is copied.
-func storedEvent(seq uint64, t int64, payload []byte) Event {
-	return Event{Seq: seq, Time: time.Unix(0, t), Payload: clone(payload)}
 }

@@ -34,20 +34,11 @@ const (
 // when the session is deleted meanwhile, ctx's error, ErrClosed. An
 // unknown session read from 0 yields nothing.
 //
-// Payloads are the caller's to keep and modify.
+// Payloads are shared, for readers that decode or pass them on: those of
+// events not yet committed are the log's own memory, those read from disk
+// share one copy per stored run. They stay valid as long as they are
+// referenced, and must not be modified.
 func (l *Bolt) Read(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
-	return l.read(ctx, session, after, false)
-}
-
-// ReadShared is Read for a reader that only passes payloads on (a front
-// end writing them to a connection): payloads of events not yet committed
-// are the log's own memory, not copies, and those read from disk share
-// one copy per stored run, so they must not be modified.
-func (l *Bolt) ReadShared(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
-	return l.read(ctx, session, after, true)
-}
-
-func (l *Bolt) read(ctx context.Context, session string, after uint64, shared bool) iter.Seq2[Event, error] {
 	s, err := l.lookup(session)
 	var end, first uint64 = 0, 1
 	var gaps []gap
@@ -75,7 +66,7 @@ func (l *Bolt) read(ctx context.Context, session string, after uint64, shared bo
 				return
 			}
 			var err error
-			if buf, err = l.readChunk(s, next, end, gaps, buf[:0], shared); err != nil {
+			if buf, err = l.readChunk(s, next, end, gaps, buf[:0]); err != nil {
 				yield(Event{}, err)
 				return
 			}
@@ -90,9 +81,9 @@ func (l *Bolt) read(ctx context.Context, session string, after uint64, shared bo
 }
 
 // ownTogether copies the payloads of events read from one stored value
-// into one allocation, each capped at its own length: a shared reader
-// passes them on together, and one allocation per value instead of one per
-// event keeps a replay from disk cheap.
+// into one allocation, each capped at its own length: readers pass them
+// on together, and one allocation per value instead of one per event
+// keeps a replay from disk cheap.
 func ownTogether(evs []Event) {
 	n := 0
 	for _, ev := range evs {
@@ -118,8 +109,8 @@ func ownTogether(evs []Event) {
 
 // readChunk appends to buf the events of s from seq from on (which is in
 // no gap), at most up to end, and at least one; it passes over gaps.
-// shared: uncommitted payloads are not copied.
-func (l *Bolt) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Event, shared bool) ([]Event, error) {
+// Uncommitted payloads are not copied.
+func (l *Bolt) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Event) ([]Event, error) {
 	l.structMu.RLock()
 	defer l.structMu.RUnlock()
 
@@ -147,11 +138,7 @@ func (l *Bolt) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Ev
 		}
 		l.mu.Unlock()
 		for _, r := range recs {
-			if shared {
-				buf = append(buf, r.sharedEvent())
-			} else {
-				buf = append(buf, r.event())
-			}
+			buf = append(buf, r.sharedEvent())
 		}
 		if len(buf) == 0 {
 			return buf, fmt.Errorf("%w: session %q: event %d is missing", ErrCorrupt, s.name, from)
@@ -190,13 +177,7 @@ func (l *Bolt) readChunk(s *sessionState, from, end uint64, gaps []gap, buf []Ev
 			})
 			// The payloads alias the file: copy them before the
 			// transaction ends.
-			if shared {
-				ownTogether(buf[start:])
-			} else {
-				for i := range buf[start:] {
-					buf[start+i].Payload = clone(buf[start+i].Payload)
-				}
-			}
+			ownTogether(buf[start:])
 			if err != nil {
 				return err
 			}

@@ -75,7 +75,6 @@ func newStoredRecord(seq uint64, t int64, payload []byte) record {
 func (r record) seq() uint64     { return binary.BigEndian.Uint64(r) }
 func (r record) time() int64     { return int64(binary.BigEndian.Uint64(r[8:16])) }
 func (r record) payload() []byte { return r[recordHeader:len(r):len(r)] }
-func (r record) event() Event    { return storedEvent(r.seq(), r.time(), r.payload()) }
 
 // sharedEvent is the event without a copy of its payload: records are
 // never written again, and the payload is capped at its own length, so an

@@ -150,6 +150,9 @@ type Manager struct {
 	wg        sync.WaitGroup
 	feed      *feed
 	index     *index
+	// encoders are buffers events are encoded into on their way to the
+	// log, which copies them: one per concurrent append, reused.
+	encoders sync.Pool
 }
 
 // New checks cfg and returns a Manager.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/jsonscan"
 	"github.com/tetherhq/tether/internal/safe"
 	"github.com/tetherhq/tether/runner/workspace"
 )
@@ -408,19 +409,18 @@ func (m *Manager) logEvent(ctx context.Context, agentKind, id string, e *agent.E
 // session's log gets goes through here, a live session's and one a
 // restart ends alike. It returns the last seq.
 func (m *Manager) logEvents(ctx context.Context, agentKind, id string, events []agent.Event) (uint64, error) {
-	payloads := make([][]byte, len(events))
-	for i := range events {
-		p, err := events[i].AppendJSON(make([]byte, 0, encodedSize(&events[i])))
-		if err != nil {
-			return 0, err
-		}
-		payloads[i] = p
+	payloads, release, err := m.encode(events)
+	if err != nil {
+		return 0, err
 	}
+	defer release()
 	m.feed.appending.Lock()
 	first, pos, err := m.cfg.Log.AppendAt(ctx, id, payloads)
 	if err == nil {
 		for i := range events {
+			// payloads are now the log's own copies.
 			events[i].Seq, events[i].Logged = int64(first)+int64(i), payloads[i]
+			events[i].RawChecked = len(events[i].Raw) > 0
 		}
 		m.feed.logged(pos, events)
 	}
@@ -432,6 +432,58 @@ func (m *Manager) logEvents(ctx context.Context, agentKind, id string, events []
 		m.cfg.Observer.EventLogged(agentKind, &events[i])
 	}
 	return first + uint64(len(events)) - 1, nil
+}
+
+// checkRaw holds e's raw payload to what every logged event's is (see
+// agent.Event.Raw), unless its driver vouched for it: one that is not
+// JSON, or nests too deep for a client's decoder, is not kept, and a
+// native event, which is nothing but its payload, says so instead.
+func (m *Manager) checkRaw(e *agent.Event) {
+	if len(e.Raw) == 0 || e.RawChecked || jsonscan.Valid(e.Raw, agent.MaxRawDepth) {
+		return
+	}
+	n := len(e.Raw)
+	m.log.Warn("an agent's payload is not JSON, or nests deeper than a client can read: not logged",
+		"session", e.SessionID, "kind", e.Kind, "bytes", n)
+	e.Raw = nil
+	if e.Kind == agent.KindNative {
+		e.Kind = agent.KindError
+		e.Error = &agent.Error{Code: agent.ErrorProtocol,
+			Message: fmt.Sprintf("the agent wrote %d bytes that are not JSON or nest deeper than %d levels; not kept", n, agent.MaxRawDepth)}
+	}
+}
+
+// maxEncoderKept is the largest encoding buffer kept for the next append:
+// a burst of huge events does not stay in memory.
+const maxEncoderKept = 256 << 10
+
+// encode writes events' JSON back to back into one of the manager's
+// buffers; release gives it back once the log has copied them.
+func (m *Manager) encode(events []agent.Event) (payloads [][]byte, release func(), err error) {
+	buf, _ := m.encoders.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	need := 0
+	for i := range events {
+		need += encodedSize(&events[i])
+	}
+	b := slices.Grow((*buf)[:0], need)
+	payloads = make([][]byte, len(events))
+	for i := range events {
+		m.checkRaw(&events[i])
+		start := len(b)
+		if b, err = events[i].AppendJSON(b); err != nil {
+			return nil, nil, err
+		}
+		payloads[i] = b[start:len(b):len(b)]
+	}
+	return payloads, func() {
+		if cap(b) <= maxEncoderKept {
+			*buf = b
+			m.encoders.Put(buf)
+		}
+	}, nil
 }
 
 // encodedSize is about how long e's JSON is, to encode it without
