@@ -71,7 +71,7 @@ func (s *Service) run(ctx context.Context, c Command) (any, error) {
 		if c.Text == "" {
 			return nil, fmt.Errorf("%w: send_prompt needs a text", ErrCommand)
 		}
-		return nil, s.Sessions.Prompt(ctx, c.SessionID, agent.Prompt{Text: c.Text})
+		return nil, s.prompt(ctx, c)
 	case commandApprove, commandDeny:
 		if c.PermissionID == "" {
 			return nil, fmt.Errorf("%w: %s needs a permissionId", ErrCommand, c.Type)
@@ -92,6 +92,16 @@ func (s *Service) run(ctx context.Context, c Command) (any, error) {
 		return nil, s.Sessions.Interrupt(ctx, c.SessionID)
 	}
 	return nil, fmt.Errorf("%w: Unknown command type: %s", ErrCommand, c.Type)
+}
+
+// orchestratorRequest begins the RequestID of every prompt the
+// orchestrator sends, which the turn it starts carries in the log: the
+// projector tells by it the prompts the orchestrator keeps itself.
+const orchestratorRequest = "mast:"
+
+// prompt starts a turn of the orchestrator's prompt.
+func (s *Service) prompt(ctx context.Context, c Command) error {
+	return s.Sessions.Prompt(ctx, c.SessionID, agent.Prompt{Text: c.Text, RequestID: orchestratorRequest + c.RequestID})
 }
 
 func sessionOf(info sessions.Info) Session {
@@ -166,7 +176,7 @@ func (s *Service) Messages(ctx context.Context, sessionID string) ([]Message, er
 	}
 	p := newProjector(sessionID)
 	if info.LastSeq == 0 {
-		return p.snapshot(0), nil
+		return p.conversation(), nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -179,5 +189,5 @@ func (s *Service) Messages(ctx context.Context, sessionID string) ([]Message, er
 			break
 		}
 	}
-	return p.snapshot(0), nil
+	return p.conversation(), nil
 }
