@@ -193,3 +193,23 @@ func waitLogged(t *testing.T, c *core, sessionID string, n int) {
 	}
 	t.Fatalf("the log has %d turns' ends, want %d", seen, n)
 }
+
+// abort_session with no turn running is done (nothing to stop), for a
+// session idle and one that has ended, as the seed's adapters answer it;
+// an unknown session stays an error.
+func TestAbortWithoutATurn(t *testing.T) {
+	c := openCore(t, t.TempDir(), nil)
+	o := startOrchestrator(t, fakeorchestrator.Options{})
+	startDaemon(t, c, o, nil)
+	if err := o.Wait(ctxFor(t), connected); err != nil {
+		t.Fatal(err)
+	}
+	var s Session
+	mustOK(t, command(t, o, map[string]any{"type": "create_session", "agentType": "mock"}), &s)
+	mustOK(t, command(t, o, map[string]any{"type": "abort_session", "sessionId": s.ID}), nil)
+	if err := c.m.Close(ctxFor(t), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, command(t, o, map[string]any{"type": "abort_session", "sessionId": s.ID}), nil)
+	mustFail(t, command(t, o, map[string]any{"type": "abort_session", "sessionId": "ses_nope"}), "no such session")
+}

@@ -89,7 +89,7 @@ func (s *Service) run(ctx context.Context, c Command) (any, error) {
 		}
 		return map[string]any{"files": changes}, nil
 	case commandAbortSession:
-		return nil, s.Sessions.Interrupt(ctx, c.SessionID)
+		return nil, s.abort(ctx, c.SessionID)
 	}
 	return nil, fmt.Errorf("%w: Unknown command type: %s", ErrCommand, c.Type)
 }
@@ -102,6 +102,17 @@ const orchestratorRequest = "mast:"
 // prompt starts a turn of the orchestrator's prompt.
 func (s *Service) prompt(ctx context.Context, c Command) error {
 	return s.Sessions.Prompt(ctx, c.SessionID, agent.Prompt{Text: c.Text, RequestID: orchestratorRequest + c.RequestID})
+}
+
+// abort interrupts the session's turn; with none running (or the session
+// ended) there is nothing to stop, which is done, as the seed's adapters
+// answer it.
+func (s *Service) abort(ctx context.Context, sessionID string) error {
+	err := s.Sessions.Interrupt(ctx, sessionID)
+	if errors.Is(err, agent.ErrNoTurn) || errors.Is(err, agent.ErrSessionEnded) {
+		return nil
+	}
+	return err
 }
 
 func sessionOf(info sessions.Info) Session {
