@@ -11,8 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/internal/testing/fakeorchestrator"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
 )
 
 // promptText is a cached user message's text: the phone's part
@@ -212,4 +215,65 @@ func TestAbortWithoutATurn(t *testing.T) {
 	}
 	mustOK(t, command(t, o, map[string]any{"type": "abort_session", "sessionId": s.ID}), nil)
 	mustFail(t, command(t, o, map[string]any{"type": "abort_session", "sessionId": "ses_nope"}), "no such session")
+}
+
+// The daemon restarts (its core with it, on the same data) with a
+// session the phone used: the next prompt to it resumes the agent's own
+// conversation (the mock's outlives the core, as a real agent's store
+// does), under the same id, its seqs going on; the phone's cache ends with
+// each prompt once.
+func TestDaemonRestartResumesSession(t *testing.T) {
+	dir := t.TempDir()
+	agentStore := mock.New(mock.Config{})
+	c1 := openCoreWith(t, dir, agentStore, eventlog.Options{})
+	o := startOrchestrator(t, fakeorchestrator.Options{Store: true, Bursts: true})
+	r1 := startDaemon(t, c1, o, nil)
+	if err := o.Wait(ctxFor(t), connected); err != nil {
+		t.Fatal(err)
+	}
+	var s Session
+	mustOK(t, command(t, o, map[string]any{"type": "create_session", "agentType": "mock"}), &s)
+	phonePrompt(t, o, s.ID, "before the restart")
+	waitTurns(t, o, s.ID, 1)
+	if err := r1.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	c1.close()
+
+	c2 := openCoreWith(t, dir, agentStore, eventlog.Options{})
+	startDaemon(t, c2, o, nil)
+	if err := o.Wait(ctxFor(t), func(v fakeorchestrator.View) bool { return v.Connects() == 2 && connected(v) }); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c2.m.Get(s.ID)
+	if err != nil || before.State != sessions.StateEnded {
+		t.Fatalf("after the restart: %+v %v", before, err)
+	}
+	phonePrompt(t, o, s.ID, "after the restart")
+	waitTurns(t, o, s.ID, 2)
+
+	after, err := c2.m.Get(s.ID)
+	if err != nil || after.ID != s.ID || after.State == sessions.StateEnded || after.LastSeq <= before.LastSeq {
+		t.Fatalf("the resumed session: %+v %v (before %+v)", after, err, before)
+	}
+	next := before.LastSeq + 1
+	for e, err := range c2.m.Events(ctxFor(t), s.ID, before.LastSeq) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint64(e.Seq) != next {
+			t.Fatalf("seq %d after %d: the log did not go on", e.Seq, next-1)
+		}
+		next++
+		if uint64(e.Seq) >= after.LastSeq {
+			break
+		}
+	}
+	var msgs []Message
+	mustOK(t, command(t, o, map[string]any{"type": "get_messages", "sessionId": s.ID}), &msgs)
+	last := msgs[len(msgs)-1]
+	if reply := fmt.Sprint(last.Parts); last.Role != "assistant" || !strings.Contains(reply, "turn 2") {
+		t.Fatalf("the last message %+v: not the second turn of the same conversation", last)
+	}
+	checkPromptsOnce(t, o, s.ID, []string{"before the restart", "after the restart"})
 }

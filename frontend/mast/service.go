@@ -99,8 +99,25 @@ func (s *Service) run(ctx context.Context, c Command) (any, error) {
 // projector tells by it the prompts the orchestrator keeps itself.
 const orchestratorRequest = "mast:"
 
-// prompt starts a turn of the orchestrator's prompt.
+// prompt starts a turn of the orchestrator's prompt. A session that has
+// ended (the daemon restarted, its agent exited) is started again first:
+// its agent resumes its own conversation, under the same id, its log
+// going on.
 func (s *Service) prompt(ctx context.Context, c Command) error {
+	info, err := s.Sessions.Get(c.SessionID)
+	if err != nil {
+		return err
+	}
+	if info.State == sessions.StateEnded {
+		_, err := s.Sessions.Reopen(ctx, c.SessionID, 0, false)
+		switch {
+		case errors.Is(err, sessions.ErrLive): // another prompt resumed it first
+		case err != nil:
+			return fmt.Errorf("session %s has ended and could not be resumed: %w", c.SessionID, err)
+		default:
+			s.logger().Info("ended session resumed for a prompt", "session", c.SessionID, "agent", info.Agent)
+		}
+	}
 	return s.Sessions.Prompt(ctx, c.SessionID, agent.Prompt{Text: c.Text, RequestID: orchestratorRequest + c.RequestID})
 }
 
