@@ -180,23 +180,6 @@ func testPromptsCachedOnce(t *testing.T, replay func(*Config)) {
 	}
 }
 
-// waitLogged waits until the session's log has n turns' ends.
-func waitLogged(t *testing.T, c *core, sessionID string, n int) {
-	t.Helper()
-	seen := 0
-	for e, err := range c.m.Events(ctxFor(t), sessionID, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Kind == "turn.completed" {
-			if seen++; seen == n {
-				return
-			}
-		}
-	}
-	t.Fatalf("the log has %d turns' ends, want %d", seen, n)
-}
-
 // abort_session with no turn running is done (nothing to stop), for a
 // session idle and one that has ended, as the seed's adapters answer it;
 // an unknown session stays an error.

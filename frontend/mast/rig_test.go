@@ -312,3 +312,20 @@ func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
+
+// waitLogged waits until the session's log has n turns' ends.
+func waitLogged(t *testing.T, c *core, sessionID string, n int) {
+	t.Helper()
+	seen := 0
+	for e, err := range c.m.Events(ctxFor(t), sessionID, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == agent.KindTurnCompleted {
+			if seen++; seen == n {
+				return
+			}
+		}
+	}
+	t.Fatalf("the log has %d turns' ends, want %d", seen, n)
+}
