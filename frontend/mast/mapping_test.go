@@ -99,10 +99,11 @@ func mappingExamples() map[string][]agent.Event {
 		"`session.started`": {ev(agent.KindSessionStarted, func(e *agent.Event) {
 			e.TurnID, e.Session = "", &agent.SessionInfo{Agent: "claude", NativeID: "n1"}
 		})},
-		"`turn.started`":                         {turn},
-		"`item.started` user_message":            {turn, item(agent.KindItemStarted, user)},
-		"`item.started` first of its message":    {turn, item(agent.KindItemStarted, msg)},
-		"`item.started` of an announced message": {turn, item(agent.KindItemStarted, msg), item(agent.KindItemStarted, agent.Item{ID: "r1", Type: agent.ItemReasoning, Status: agent.ItemInProgress})},
+		"`turn.started`":              {turn},
+		"`item.started` user_message": {turn, item(agent.KindItemStarted, user)},
+		"`item.started` user_message of the orchestrator's prompt": {orchestrators, item(agent.KindItemStarted, user)},
+		"`item.started` first of its message":                      {turn, item(agent.KindItemStarted, msg)},
+		"`item.started` of an announced message":                   {turn, item(agent.KindItemStarted, msg), item(agent.KindItemStarted, agent.Item{ID: "r1", Type: agent.ItemReasoning, Status: agent.ItemInProgress})},
 		"`item.delta`": {turn, item(agent.KindItemStarted, msg), ev(agent.KindItemDelta, func(e *agent.Event) {
 			e.Delta = &agent.Delta{ItemID: "i1", Field: agent.FieldText, Text: "Hel"}
 		})},
