@@ -32,9 +32,10 @@ refuses is removed and the daemon pairs again.
 
 ` + agentsHelp("the daemon") + `
 
-Sessions, their events and approvals live in DATA and survive a restart. Lost
-connections are retried with backoff; events are logged meanwhile and reach
-the orchestrator when it is back.`
+Sessions, their events and approvals live in DATA and survive a restart: a
+prompt to a session of an earlier run resumes its agent's own conversation.
+Lost connections are retried with backoff; events are logged meanwhile and
+reach the orchestrator when it is back.`
 }
 
 func newDaemonCmd() *cobra.Command {

@@ -32,8 +32,12 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("list_sessions %+v", listed)
 	}
 
-	// Allowed: the tool call completes.
-	r := command(t, o, map[string]any{"type": "send_prompt", "sessionId": s.ID, "text": "REQUEST_APPROVAL please"})
+	// Allowed: the tool call completes. (The phone's prompt, which the
+	// orchestrator caches itself.)
+	r, err := o.Prompt(ctxFor(t), s.ID, "REQUEST_APPROVAL please")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustOK(t, r, nil)
 	if len(r.Data) != 0 {
 		t.Fatalf("send_prompt data %s, want none", r.Data)

@@ -94,20 +94,24 @@ func mappingExamples() map[string][]agent.Event {
 	cmdDone := cmd
 	cmdDone.Status, cmdDone.Command = agent.ItemDone, &agent.Command{Command: "ls", Output: "a\n", ExitCode: &zero}
 	turn := ev(agent.KindTurnStarted, nil)
+	orchestrators := ev(agent.KindTurnStarted, func(e *agent.Event) { e.Turn = &agent.TurnInfo{RequestID: orchestratorRequest + "r1"} })
 	return map[string][]agent.Event{
 		"`session.started`": {ev(agent.KindSessionStarted, func(e *agent.Event) {
 			e.TurnID, e.Session = "", &agent.SessionInfo{Agent: "claude", NativeID: "n1"}
 		})},
-		"`turn.started`":                         {turn},
-		"`item.started` user_message":            {turn, item(agent.KindItemStarted, user)},
-		"`item.started` first of its message":    {turn, item(agent.KindItemStarted, msg)},
-		"`item.started` of an announced message": {turn, item(agent.KindItemStarted, msg), item(agent.KindItemStarted, agent.Item{ID: "r1", Type: agent.ItemReasoning, Status: agent.ItemInProgress})},
+		"`turn.started`":              {turn},
+		"`item.started` user_message": {turn, item(agent.KindItemStarted, user)},
+		"`item.started` user_message of the orchestrator's prompt": {orchestrators, item(agent.KindItemStarted, user)},
+		"`item.started` first of its message":                      {turn, item(agent.KindItemStarted, msg)},
+		"`item.started` of an announced message":                   {turn, item(agent.KindItemStarted, msg), item(agent.KindItemStarted, agent.Item{ID: "r1", Type: agent.ItemReasoning, Status: agent.ItemInProgress})},
 		"`item.delta`": {turn, item(agent.KindItemStarted, msg), ev(agent.KindItemDelta, func(e *agent.Event) {
 			e.Delta = &agent.Delta{ItemID: "i1", Field: agent.FieldText, Text: "Hel"}
 		})},
 		"`item.completed` user_message": {turn, item(agent.KindItemStarted, user), item(agent.KindItemCompleted, userDone)},
-		"`item.completed` tool_call":    {turn, item(agent.KindItemStarted, tool), item(agent.KindItemCompleted, toolDone)},
-		"`item.completed` command":      {turn, item(agent.KindItemStarted, cmd), item(agent.KindItemCompleted, cmdDone)},
+		"`item.completed` user_message of the orchestrator's prompt": {orchestrators, item(agent.KindItemStarted, user),
+			item(agent.KindItemCompleted, userDone)},
+		"`item.completed` tool_call": {turn, item(agent.KindItemStarted, tool), item(agent.KindItemCompleted, toolDone)},
+		"`item.completed` command":   {turn, item(agent.KindItemStarted, cmd), item(agent.KindItemCompleted, cmdDone)},
 		"`approval.requested`": {turn, ev(agent.KindApprovalRequested, func(e *agent.Event) {
 			e.Approval = &agent.Approval{ID: "a1", Kind: agent.ApprovalTool, Tool: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Title: "Run ls", Created: t0}
 		})},
@@ -124,6 +128,8 @@ func mappingExamples() map[string][]agent.Event {
 		"`turn.completed`": {turn, item(agent.KindItemStarted, msg), ev(agent.KindTurnCompleted, func(e *agent.Event) {
 			e.Turn = &agent.TurnInfo{Status: agent.TurnCompleted, Text: "done"}
 		})},
+		"`turn.completed` after a prompt sent elsewhere": {turn, item(agent.KindItemCompleted, userDone), item(agent.KindItemStarted, msg),
+			ev(agent.KindTurnCompleted, func(e *agent.Event) { e.Turn = &agent.TurnInfo{Status: agent.TurnCompleted} })},
 		"`turn.completed` failed, nothing open": {turn, ev(agent.KindTurnCompleted, func(e *agent.Event) {
 			e.Turn, e.Error = &agent.TurnInfo{Status: agent.TurnFailed}, &agent.Error{Code: agent.ErrorAPI, Message: "500"}
 		})},

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver"
@@ -14,6 +15,13 @@ import (
 // (what get_messages and sync_response answer). It is a fold: fed the
 // same events it reaches the same state, so a stream that starts mid-log
 // first feeds it what came before, without sending.
+//
+// A prompt the orchestrator sent is its own: it keeps it in its store
+// as it sends it, so the projector announces none of it (its
+// turn.started carries the orchestrator's request, orchestratorRequest)
+// and leaves it out of what sync_response answers; get_messages still has
+// it. A prompt sent any other way (the sessions API, a console) is
+// announced with its text, so the phone shows every prompt once.
 //
 // A turn's end (or the session's) retires its messages, all completed by
 // then: they leave what the next events are projected against and wait
@@ -36,6 +44,9 @@ type projector struct {
 	// done are the retired messages, oldest first.
 	done  []*message
 	ended bool
+	// heldTurn is the running turn, when the orchestrator's prompt
+	// started it.
+	heldTurn string
 }
 
 type message struct {
@@ -43,6 +54,9 @@ type message struct {
 	parts map[string]int // item id → index in Parts; nil once retired
 	// touched is the stamp of the last event that changed it.
 	touched int64
+	// held: a prompt of the orchestrator's, which it keeps itself; no
+	// event announces it and no sync_response has it.
+	held bool
 }
 
 func newProjector(sessionID string) *projector {
@@ -93,25 +107,34 @@ func (p *projector) messageFor(e agent.Event, it *agent.Item) (id, role string) 
 	return "msg_" + scope, role
 }
 
-// ensure returns the message, creating it (and announcing it) if new.
-func (p *projector) ensure(id, role string, out []Event) (*message, []Event) {
+// ensure returns the message, creating it (and announcing it, unless
+// held) if new.
+func (p *projector) ensure(id, role string, held bool, out []Event) (*message, []Event) {
 	if m, ok := p.byID[id]; ok {
 		return m, out
 	}
 	if p.retired[id] { // announced in its turn already
-		return p.revive(id, role), out
+		return p.revive(id, role, held), out
 	}
-	m := &message{Message: Message{ID: id, Role: role, Parts: []Part{}}, parts: map[string]int{}}
+	m := &message{Message: Message{ID: id, Role: role, Parts: []Part{}}, parts: map[string]int{}, held: held}
 	p.byID[id] = m
 	p.messages = append(p.messages, m)
+	if held {
+		return m, out
+	}
 	return m, append(out, p.ev(EventMessageCreated, map[string]any{"message": map[string]any{"id": id, "role": role}}))
+}
+
+// heldBy says whether an item's message is the orchestrator's prompt.
+func (p *projector) heldBy(e agent.Event, role string) bool {
+	return role == "user" && e.TurnID != "" && e.TurnID == p.heldTurn
 }
 
 // revive opens a retired message again for an event that came after its
 // turn's end: from done, or (where done no longer has it) as a completed
 // message of no parts yet. Either way nothing is announced, so the frames
 // are the same.
-func (p *projector) revive(id, role string) *message {
+func (p *projector) revive(id, role string, held bool) *message {
 	var m *message
 	for i := len(p.done) - 1; i >= 0; i-- {
 		if p.done[i].ID == id {
@@ -121,7 +144,7 @@ func (p *projector) revive(id, role string) *message {
 		}
 	}
 	if m == nil {
-		m = &message{Message: Message{ID: id, Role: role, Parts: []Part{}, Completed: true}}
+		m = &message{Message: Message{ID: id, Role: role, Parts: []Part{}, Completed: true}, held: held}
 	}
 	m.parts = make(map[string]int, len(m.Parts))
 	for i, part := range m.Parts {
@@ -186,7 +209,10 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 		}
 		out = append(out, p.ev(EventSessionUpdated, map[string]any{"session": s}))
 	case agent.KindTurnStarted:
-		p.retired = nil
+		p.retired, p.heldTurn = nil, ""
+		if e.Turn != nil && strings.HasPrefix(e.Turn.RequestID, orchestratorRequest) {
+			p.heldTurn = e.TurnID
+		}
 		out = append(out, p.ev(EventSessionUpdated, map[string]any{"session": map[string]any{
 			"id": p.sessionID, "status": "running", "turnId": e.TurnID}}))
 	case agent.KindItemStarted, agent.KindItemCompleted:
@@ -195,20 +221,19 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 		}
 		id, role := p.messageFor(e, e.Item)
 		var m *message
-		m, out = p.ensure(id, role, out)
+		m, out = p.ensure(id, role, p.heldBy(e, role), out)
 		part := partOf(*e.Item)
 		m.setPart(e.Item.ID, part)
 		p.itemMessage[e.Item.ID] = id
 		m.touched = stamp
+		if m.held {
+			return out
+		}
 		typ := EventPartUpdated
 		if e.Kind == agent.KindItemStarted {
 			typ = EventPartCreated
 		}
 		out = append(out, p.ev(typ, map[string]any{"messageID": id, "part": maps.Clone(part)}))
-		if e.Kind == agent.KindItemCompleted && role == "user" && !m.Completed {
-			m.Completed = true
-			out = append(out, p.ev(EventMessageCompleted, map[string]any{"messageID": id}))
-		}
 	case agent.KindItemDelta:
 		if e.Delta == nil {
 			return nil
@@ -218,7 +243,7 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 			id, _ = p.messageFor(e, nil)
 		}
 		var m *message
-		m, out = p.ensure(id, "assistant", out)
+		m, out = p.ensure(id, "assistant", false, out)
 		part := m.part(e.Delta.ItemID) // changed in place: events and snapshots get clones
 		if part == nil {
 			part = Part{"id": e.Delta.ItemID, "status": string(agent.ItemInProgress)}
@@ -232,6 +257,9 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 		m.setPart(e.Delta.ItemID, part)
 		p.itemMessage[e.Delta.ItemID] = id
 		m.touched = stamp
+		if m.held {
+			return out
+		}
 		out = append(out, p.ev(EventPartUpdated, map[string]any{"messageID": id, "part": maps.Clone(part),
 			"delta": map[string]any{"field": string(e.Delta.Field), "text": e.Delta.Text}}))
 	case agent.KindApprovalRequested:
@@ -277,7 +305,7 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 		}
 		id, _ := p.messageFor(e, nil)
 		var m *message
-		m, out = p.ensure(id, "assistant", out)
+		m, out = p.ensure(id, "assistant", false, out)
 		pid := "err_" + strconv.FormatInt(e.Seq, 10)
 		part := Part{"id": pid, "type": "error", "content": e.Error.Message, "code": string(e.Error.Code)}
 		if e.Error.Retrying {
@@ -318,14 +346,26 @@ func (p *projector) project(e agent.Event, stamp int64) []Event {
 }
 
 // completeAll completes every message still open: a turn's end is its
-// messages' end.
+// messages' end, its prompt's too. A prompt's text is sent again with its
+// completion: the seed's orchestrator adds a message a moment after its
+// mast.message.created, so the parts that came with it (in the same read
+// of its socket) found no message, and the prompt would stay empty.
 func (p *projector) completeAll(out []Event, stamp int64) []Event {
 	for _, m := range p.messages {
-		if !m.Completed {
-			m.Completed = true
-			m.touched = stamp
-			out = append(out, p.ev(EventMessageCompleted, map[string]any{"messageID": m.ID}))
+		if m.Completed {
+			continue
 		}
+		m.Completed = true
+		m.touched = stamp
+		if m.held {
+			continue
+		}
+		if m.Role == "user" {
+			for _, part := range m.Parts {
+				out = append(out, p.ev(EventPartUpdated, map[string]any{"messageID": m.ID, "part": maps.Clone(part)}))
+			}
+		}
+		out = append(out, p.ev(EventMessageCompleted, map[string]any{"messageID": m.ID}))
 	}
 	return out
 }
@@ -337,13 +377,23 @@ func permissionStatus(d agent.Decision) string {
 	return "denied"
 }
 
-// snapshot is the conversation as Mast messages, the retired ones first;
-// since > 0 keeps only the messages changed after that stamp.
+// snapshot is what sync_response has of the conversation: its messages
+// changed after since (all, for since <= 0), the retired ones first,
+// without the prompts the orchestrator keeps itself.
 func (p *projector) snapshot(since int64) []Message {
+	return p.list(since, false)
+}
+
+// conversation is the whole conversation as Mast messages (get_messages).
+func (p *projector) conversation() []Message {
+	return p.list(0, true)
+}
+
+func (p *projector) list(since int64, withHeld bool) []Message {
 	out := []Message{}
 	for _, list := range [][]*message{p.done, p.messages} {
 		for _, m := range list {
-			if since > 0 && m.touched <= since {
+			if (since > 0 && m.touched <= since) || (m.held && !withHeld) {
 				continue
 			}
 			c := m.Message

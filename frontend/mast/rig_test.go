@@ -92,6 +92,18 @@ func openCore(t *testing.T, dir string, g *gate, logOpts ...eventlog.Options) *c
 	if len(logOpts) > 0 {
 		lo = logOpts[0]
 	}
+	mc := mock.Config{}
+	if g != nil {
+		mc.Pace, mc.After = time.Nanosecond, g.after
+	}
+	return openCoreWith(t, dir, mock.New(mc), lo)
+}
+
+// openCoreWith is openCore with the mock driver given: one that outlives
+// a core keeps its conversations, as a real agent's own store does, so a
+// core opened after another resumes them.
+func openCoreWith(t *testing.T, dir string, mockDriver agent.Driver, lo eventlog.Options) *core {
+	t.Helper()
 	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
 	if err != nil {
 		t.Fatal(err)
@@ -104,11 +116,7 @@ func openCore(t *testing.T, dir string, g *gate, logOpts ...eventlog.Options) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc := mock.Config{}
-	if g != nil {
-		mc.Pace, mc.After = time.Nanosecond, g.after
-	}
-	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"mock": mock.New(mc)},
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"mock": mockDriver},
 		Unavailable: map[string]string{"codex": "no codex on PATH"},
 		Workspaces:  ws, Log: log, Approvals: store, IndexDir: filepath.Join(dir, "sessions")})
 	if err != nil {
@@ -303,4 +311,21 @@ func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
+}
+
+// waitLogged waits until the session's log has n turns' ends.
+func waitLogged(t *testing.T, c *core, sessionID string, n int) {
+	t.Helper()
+	seen := 0
+	for e, err := range c.m.Events(ctxFor(t), sessionID, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == agent.KindTurnCompleted {
+			if seen++; seen == n {
+				return
+			}
+		}
+	}
+	t.Fatalf("the log has %d turns' ends, want %d", seen, n)
 }

@@ -71,7 +71,7 @@ func (s *Service) run(ctx context.Context, c Command) (any, error) {
 		if c.Text == "" {
 			return nil, fmt.Errorf("%w: send_prompt needs a text", ErrCommand)
 		}
-		return nil, s.Sessions.Prompt(ctx, c.SessionID, agent.Prompt{Text: c.Text})
+		return nil, s.prompt(ctx, c)
 	case commandApprove, commandDeny:
 		if c.PermissionID == "" {
 			return nil, fmt.Errorf("%w: %s needs a permissionId", ErrCommand, c.Type)
@@ -89,9 +89,47 @@ func (s *Service) run(ctx context.Context, c Command) (any, error) {
 		}
 		return map[string]any{"files": changes}, nil
 	case commandAbortSession:
-		return nil, s.Sessions.Interrupt(ctx, c.SessionID)
+		return nil, s.abort(ctx, c.SessionID)
 	}
 	return nil, fmt.Errorf("%w: Unknown command type: %s", ErrCommand, c.Type)
+}
+
+// orchestratorRequest begins the RequestID of every prompt the
+// orchestrator sends, which the turn it starts carries in the log: the
+// projector tells by it the prompts the orchestrator keeps itself.
+const orchestratorRequest = "mast:"
+
+// prompt starts a turn of the orchestrator's prompt. A session that has
+// ended (the daemon restarted, its agent exited) is started again first:
+// its agent resumes its own conversation, under the same id, its log
+// going on.
+func (s *Service) prompt(ctx context.Context, c Command) error {
+	info, err := s.Sessions.Get(c.SessionID)
+	if err != nil {
+		return err
+	}
+	if info.State == sessions.StateEnded {
+		_, err := s.Sessions.Reopen(ctx, c.SessionID, 0, false)
+		switch {
+		case errors.Is(err, sessions.ErrLive): // another prompt resumed it first
+		case err != nil:
+			return fmt.Errorf("session %s has ended and could not be resumed: %w", c.SessionID, err)
+		default:
+			s.logger().Info("ended session resumed for a prompt", "session", c.SessionID, "agent", info.Agent)
+		}
+	}
+	return s.Sessions.Prompt(ctx, c.SessionID, agent.Prompt{Text: c.Text, RequestID: orchestratorRequest + c.RequestID})
+}
+
+// abort interrupts the session's turn; with none running (or the session
+// ended) there is nothing to stop, which is done, as the seed's adapters
+// answer it.
+func (s *Service) abort(ctx context.Context, sessionID string) error {
+	err := s.Sessions.Interrupt(ctx, sessionID)
+	if errors.Is(err, agent.ErrNoTurn) || errors.Is(err, agent.ErrSessionEnded) {
+		return nil
+	}
+	return err
 }
 
 func sessionOf(info sessions.Info) Session {
@@ -166,7 +204,7 @@ func (s *Service) Messages(ctx context.Context, sessionID string) ([]Message, er
 	}
 	p := newProjector(sessionID)
 	if info.LastSeq == 0 {
-		return p.snapshot(0), nil
+		return p.conversation(), nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -179,5 +217,5 @@ func (s *Service) Messages(ctx context.Context, sessionID string) ([]Message, er
 			break
 		}
 	}
-	return p.snapshot(0), nil
+	return p.conversation(), nil
 }

@@ -491,7 +491,9 @@ func (m *Manager) Prompt(ctx context.Context, id string, p agent.Prompt) error {
 	}
 	s.awaitTurn()
 	m.mu.Unlock()
+	s.requests.add(p.RequestID)
 	if err := s.agent.Prompt(ctx, p); err != nil {
+		s.requests.withdraw(p.RequestID)
 		s.turnRefused()
 		return err
 	}

@@ -38,6 +38,10 @@ type session struct {
 	idle    chan struct{} // closed while no turn runs or is awaited
 	done    chan struct{} // closed when the pump has logged the last event
 	closing sync.Once
+
+	// requests are the RequestIDs of the prompts whose turn has not
+	// started (requests.go).
+	requests promptRequests
 }
 
 func newSession(m *Manager, rec record, a agent.Session, ws *workspace.Workspace, prep *preparation) *session {
@@ -211,6 +215,7 @@ func (s *session) track(ctx context.Context, e *agent.Event) {
 			}
 		}
 	case agent.KindTurnStarted:
+		s.requests.stamp(e)
 		s.setState(StateRunning, e.TurnID)
 	case agent.KindTurnCompleted:
 		s.setState(StateIdle, "")

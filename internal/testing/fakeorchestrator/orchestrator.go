@@ -46,6 +46,15 @@ type Options struct {
 	// NoDevKey refuses DevKey (the published orchestrator outside dev
 	// mode).
 	NoDevKey bool
+	// Bursts caches events as the seed's orchestrator does when frames
+	// come together: its socket hands over every frame of one read at
+	// once, and its store adds a created message two awaits later, after
+	// the part and completion events of the same read have looked for it
+	// and found nothing. Here the frames of one canonical event (the same
+	// session and data.seq, which the daemon writes back to back) are
+	// such a read: a message they create is added, with no parts, once
+	// the next frame comes.
+	Bursts bool
 }
 
 // Frame is one JSON frame as received.
@@ -96,6 +105,15 @@ type Server struct {
 	// The store: it survives Stop/Start.
 	sessions  map[string][]*Message
 	lastEvent string
+	// burst and created are, with Bursts, the read the last event frame
+	// was in and the messages it created, not yet in the store.
+	burst   string
+	created []pendingMessage
+}
+
+type pendingMessage struct {
+	session string
+	msg     *Message
 }
 
 type pairing struct {
@@ -376,6 +394,7 @@ func (s *Server) serveAuthenticated(ctx context.Context, conn *websocket.Conn) {
 	s.notify()
 	defer func() {
 		s.mu.Lock()
+		s.landCreated() // the store's work goes on after the socket
 		if s.daemon == conn {
 			s.daemon = nil
 			for id, ch := range s.waiting {
@@ -409,6 +428,9 @@ func (s *Server) receive(ctx context.Context, conn *websocket.Conn, data []byte)
 		return
 	}
 	s.mu.Lock()
+	if f["type"] != "event" || burstOf(f) != s.burst {
+		s.landCreated()
+	}
 	switch f["type"] {
 	case "status":
 		s.statuses = append(s.statuses, f)
@@ -453,9 +475,13 @@ func (s *Server) cacheEvent(f Frame) {
 		msg, _ := data["message"].(map[string]any)
 		id, _ := msg["id"].(string)
 		role, _ := msg["role"].(string)
-		if s.message(sid, id) == nil {
-			s.sessions[sid] = append(s.sessions[sid], &Message{ID: id, Role: role, Parts: []any{}})
+		m := &Message{ID: id, Role: role, Parts: []any{}}
+		if s.opts.Bursts {
+			s.burst = burstOf(f)
+			s.created = append(s.created, pendingMessage{session: sid, msg: m})
+			return
 		}
+		s.addMessage(sid, m)
 	case "mast.message.part.created", "mast.message.part.updated":
 		id, _ := data["messageID"].(string)
 		if m := s.message(sid, id); m != nil {
@@ -471,6 +497,32 @@ func (s *Server) cacheEvent(f Frame) {
 			s.sessions[sid] = nil
 		}
 	}
+}
+
+// burstOf names the read an event frame is taken to come in: its
+// canonical event.
+func burstOf(f Frame) string {
+	ev, _ := f["event"].(map[string]any)
+	data, _ := ev["data"].(map[string]any)
+	return fmt.Sprint(ev["sessionId"], "@", data["seq"])
+}
+
+// landCreated adds the messages the last read created (under s.mu).
+func (s *Server) landCreated() {
+	for _, p := range s.created {
+		s.addMessage(p.session, p.msg)
+	}
+	s.created, s.burst = nil, ""
+}
+
+// addMessage is the store's: a message of an id it has starts anew, its
+// parts and completion gone (under s.mu).
+func (s *Server) addMessage(sid string, m *Message) {
+	if c := s.message(sid, m.ID); c != nil {
+		*c = *m
+		return
+	}
+	s.sessions[sid] = append(s.sessions[sid], m)
 }
 
 func (s *Server) message(sid, id string) *Message {
@@ -498,14 +550,31 @@ func (s *Server) cacheSync(data []byte) {
 		return
 	}
 	for _, ss := range resp.Sessions {
+		if _, ok := s.sessions[ss.ID]; !ok {
+			s.sessions[ss.ID] = nil
+		}
 		for _, m := range ss.Messages {
-			if c := s.message(ss.ID, m.ID); c != nil {
-				c.Role, c.Parts, c.Completed = m.Role, m.Parts, m.Completed
-				continue
-			}
-			s.sessions[ss.ID] = append(s.sessions[ss.ID], &Message{ID: m.ID, Role: m.Role, Parts: m.Parts, Completed: m.Completed})
+			s.addMessage(ss.ID, &Message{ID: m.ID, Role: m.Role, Parts: m.Parts, Completed: m.Completed})
 		}
 	}
+}
+
+// Prompt is the phone's POST /sessions/{id}/prompt with one text part:
+// the orchestrator caches the prompt as a user message of its own
+// (completed, its parts the phone's), then sends send_prompt. (This fake
+// caches whether or not it has a store, as it does events.)
+func (s *Server) Prompt(ctx context.Context, sessionID, text string) (Result, error) {
+	if text != "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		m := &Message{ID: fmt.Sprintf("user-%d-%s", time.Now().UnixMilli(), hex.EncodeToString(b[:])), Role: "user",
+			Parts: []any{map[string]any{"type": "text", "text": text}}, Completed: true}
+		s.mu.Lock()
+		s.addMessage(sessionID, m)
+		s.mu.Unlock()
+		s.notify()
+	}
+	return s.Command(ctx, map[string]any{"type": "send_prompt", "sessionId": sessionID, "text": text})
 }
 
 // Command sends a command (its requestId added) and waits for its
