@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,9 +51,12 @@ type Client struct {
 	inbound   map[string]context.CancelFunc
 	handlers  sync.WaitGroup
 
-	hooks      hookRegistry
-	mcp        *mcpBridge
-	serverInfo cc.InitializeResponse
+	hooks hookRegistry
+	mcp   *mcpBridge
+	// serverInfo is the initialize response as the CLI sent it, decoded
+	// when asked for: its commands, agents and models run to 10 KB of
+	// JSON and twice that decoded, which an idle session would hold.
+	serverInfo []byte
 
 	state     sync.Mutex
 	sessionID string
@@ -155,9 +159,11 @@ func (c *Client) initialize(ctx context.Context) error {
 		return err
 	}
 	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &c.serverInfo); err != nil {
+		var info ServerInfo
+		if err := json.Unmarshal(raw, &info); err != nil {
 			return fmt.Errorf("claude: initialize response: %w", err)
 		}
+		c.serverInfo = bytes.Clone(raw)
 	}
 	return nil
 }
@@ -352,7 +358,13 @@ func (c *Client) Totals() Totals {
 }
 
 // ServerInfo is the CLI's answer to initialize (commands, models, …).
-func (c *Client) ServerInfo() ServerInfo { return c.serverInfo }
+func (c *Client) ServerInfo() ServerInfo {
+	var info ServerInfo
+	if len(c.serverInfo) > 0 {
+		_ = json.Unmarshal(c.serverInfo, &info) // checked at initialize
+	}
+	return info
+}
 
 // Done is closed when the CLI's output has ended.
 func (c *Client) Done() <-chan struct{} { return c.dead }

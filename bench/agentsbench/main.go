@@ -4,8 +4,12 @@
 // start, and how long a session takes from create to session.started.
 // Each kind gets a fresh runner: this program in its "runner" mode, i.e.
 // server.Run as tether serve runs it (sandbox off), with the pinned real
-// CLIs against fake model APIs on loopback (the mock needs none). It
-// prints a table; see docs/benchmarks.md.
+// CLIs against fake model APIs on loopback (the mock needs none). The
+// first -warmup sessions are opened before the baseline and not counted:
+// they page in what every later session shares. It prints a table; see
+// docs/benchmarks.md. AGENTSBENCH_RUNNER_HEAPPROFILE=FILE writes each
+// runner's live heap (every allocation sampled) and goroutines beside
+// FILE once its sessions are idle.
 //
 //	go run ./bench/agentsbench [-n 20] [-n-mock 1000] [-agents mock,claude,codex,opencode]
 package main
@@ -21,6 +25,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +36,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/internal/gcfloor"
 	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/testenv"
@@ -49,23 +57,25 @@ func main() {
 	}
 	n := flag.Int("n", 20, "idle sessions of each agent with a real CLI")
 	nMock := flag.Int("n-mock", 1000, "idle sessions of the mock agent")
+	warmup := flag.Int("warmup", 2, "sessions opened before the baseline, not counted")
 	agents := flag.String("agents", "mock,claude,codex,opencode", "the agent kinds to measure, comma-separated")
 	flag.Parse()
-	if err := run(strings.Split(*agents, ","), *n, *nMock); err != nil {
+	if err := run(strings.Split(*agents, ","), *n, *nMock, *warmup); err != nil {
 		fmt.Fprintln(os.Stderr, "agentsbench:", err)
 		os.Exit(1)
 	}
 }
 
 type result struct {
-	kind        string
-	sessions    int
-	perSession  float64 // KiB of the runner's RSS
-	startMedian time.Duration
-	startP90    time.Duration
+	kind           string
+	sessions       int
+	perSession     float64 // KiB of the runner's RSS
+	anonPerSession float64 // KiB of its anonymous part
+	startMedian    time.Duration
+	startP90       time.Duration
 }
 
-func run(kinds []string, n, nMock int) error {
+func run(kinds []string, n, nMock, warmup int) error {
 	fakes, err := startFakes()
 	if err != nil {
 		return err
@@ -77,17 +87,17 @@ func run(kinds []string, n, nMock int) error {
 		if kind == "mock" {
 			count = nMock
 		}
-		r, err := measure(kind, count, fakes)
+		r, err := measure(kind, count, warmup, fakes)
 		if err != nil {
 			return fmt.Errorf("%s: %w", kind, err)
 		}
 		results = append(results, r)
-		fmt.Fprintf(os.Stderr, "%s: %d sessions, %.1f KiB each\n", kind, r.sessions, r.perSession)
+		fmt.Fprintf(os.Stderr, "%s: %d sessions, %.1f KiB each (%.1f KiB anonymous)\n", kind, r.sessions, r.perSession, r.anonPerSession)
 	}
-	fmt.Println("| agent | idle sessions | runner RSS per session | create → session.started, median | p90 |")
-	fmt.Println("|---|---:|---:|---:|---:|")
+	fmt.Println("| agent | idle sessions | runner RSS per session | of it anonymous | create → session.started, median | p90 |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		fmt.Printf("| %s | %d | %.1f KiB | %v | %v |\n", r.kind, r.sessions, r.perSession,
+		fmt.Printf("| %s | %d | %.1f KiB | %.1f KiB | %v | %v |\n", r.kind, r.sessions, r.perSession, r.anonPerSession,
 			r.startMedian.Round(100*time.Microsecond), r.startP90.Round(100*time.Microsecond))
 	}
 	return nil
@@ -164,8 +174,9 @@ func (f *fakes) close() {
 }
 
 // measure starts a runner, opens count idle sessions of kind, and reads
-// the runner's RSS before and after.
-func measure(kind string, count int, f *fakes) (result, error) {
+// the runner's RSS before and after them (after warmup sessions that are
+// not counted).
+func measure(kind string, count, warmup int, f *fakes) (result, error) {
 	if kind != "mock" && f.clis[kind] == "" {
 		return result{}, fmt.Errorf("the pinned %s CLI is not installed (scripts/install-agents)", kind)
 	}
@@ -181,6 +192,9 @@ func measure(kind string, count int, f *fakes) (result, error) {
 	args := []string{"runner", "-data", dir}
 	for k, p := range f.clis {
 		args = append(args, "-cli", k+"="+p)
+	}
+	if p := os.Getenv("AGENTSBENCH_RUNNER_HEAPPROFILE"); p != "" {
+		args = append(args, "-heapprofile", filepath.Join(filepath.Dir(p), kind+"-"+filepath.Base(p)))
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = f.env
@@ -202,26 +216,48 @@ func measure(kind string, count int, f *fakes) (result, error) {
 	}
 	c := &client.Client{BaseURL: "http://" + addr, Token: token}
 	time.Sleep(time.Second) // let the runner settle before its baseline
-	before := rssKiB(cmd.Process.Pid)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// The first sessions of a runner also page in the code and the log's
+	// pages that every later one shares: a one-off, not a session's cost.
+	if _, err := openIdle(ctx, c, kind, 0, warmup); err != nil {
+		return result{}, err
+	}
+	time.Sleep(time.Second)
+	before := readRSS(cmd.Process.Pid)
+	starts, err := openIdle(ctx, c, kind, warmup, count)
+	if err != nil {
+		return result{}, err
+	}
+	time.Sleep(2 * time.Second) // idle: whatever the starts left behind settles
+	after := readRSS(cmd.Process.Pid)
+	if os.Getenv("AGENTSBENCH_RUNNER_HEAPPROFILE") != "" {
+		_ = cmd.Process.Signal(syscall.SIGUSR1)
+		time.Sleep(time.Second)
+	}
+	slices.Sort(starts)
+	return result{kind: kind, sessions: count,
+		perSession:     float64(after.total-before.total) / float64(count),
+		anonPerSession: float64(after.anon-before.anon) / float64(count),
+		startMedian:    starts[len(starts)/2], startP90: starts[len(starts)*9/10]}, nil
+}
+
+// openIdle opens count sessions of kind one after another, each once it
+// has said session.started, and returns how long each took.
+func openIdle(ctx context.Context, c *client.Client, kind string, first, count int) ([]time.Duration, error) {
 	var starts []time.Duration
-	for i := range count {
+	for i := first; i < first+count; i++ {
 		began := time.Now()
 		s, err := c.Create(ctx, client.CreateRequest{Agent: kind, WorkspaceID: fmt.Sprintf("w%d", i)})
 		if err != nil {
-			return result{}, err
+			return nil, err
 		}
 		if err := untilStarted(ctx, c, s.ID); err != nil {
-			return result{}, err
+			return nil, err
 		}
 		starts = append(starts, time.Since(began))
 	}
-	time.Sleep(2 * time.Second) // idle: whatever the starts left behind settles
-	after := rssKiB(cmd.Process.Pid)
-	slices.Sort(starts)
-	return result{kind: kind, sessions: count, perSession: float64(after-before) / float64(count),
-		startMedian: starts[len(starts)/2], startP90: starts[len(starts)*9/10]}, nil
+	return starts, nil
 }
 
 func untilStarted(ctx context.Context, c *client.Client, id string) error {
@@ -249,10 +285,13 @@ func readyAddr(out interface{ Read([]byte) (int, error) }) (string, error) {
 	return "", errors.New("the runner ended before it was ready")
 }
 
-// runRunner is the runner process: server.Run as tether serve runs it.
+// runRunner is the runner process: server.Run as tether serve runs it,
+// with its heap floor.
 func runRunner(args []string) error {
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	data := fs.String("data", "", "data directory")
+	floor := fs.Int64("gc-heap-floor", gcfloor.Default, "as tether serve's flag")
+	heap := fs.String("heapprofile", "", "write the runner's live heap to `FILE` when it ends")
 	var clis []string
 	fs.Func("cli", "KIND=PATH", func(v string) error { clis = append(clis, v); return nil })
 	if err := fs.Parse(args); err != nil {
@@ -267,22 +306,78 @@ func runRunner(args []string) error {
 		kind, path := server.ParseCLIFlag(v)
 		cfg.CLIs[kind] = path
 	}
+	defer gcfloor.Start(uint64(max(*floor, 0))).Stop()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	if *heap != "" {
+		runtime.MemProfileRate = 1 // every allocation: the sessions' are small
+		// Written on SIGUSR1, which the benchmark sends once its sessions
+		// are idle: the profile is of them, not of a runner shutting down.
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+		go func() {
+			select {
+			case <-usr1:
+				writeHeap(*heap)
+			case <-ctx.Done():
+			}
+		}()
+	}
 	return server.Run(ctx, cfg)
 }
 
-// rssKiB is a process's resident set size.
-func rssKiB(pid int) int64 {
+func writeHeap(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentsbench runner:", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "agentsbench runner:", err)
+	}
+	if g, err := os.Create(path + ".goroutines.txt"); err == nil {
+		_ = pprof.Lookup("goroutine").WriteTo(g, 1)
+		g.Close()
+	}
+	samples := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/gc/gogc:percent"},
+	}
+	metrics.Read(samples)
+	fmt.Fprintf(os.Stderr, "agentsbench runner: %d goroutines", runtime.NumGoroutine())
+	for _, m := range samples {
+		fmt.Fprintf(os.Stderr, ", %s %d KiB", m.Name, m.Value.Uint64()>>10)
+	}
+	fmt.Fprintln(os.Stderr)
+}
+
+// rss is a process's resident set in KiB: all of it, and its anonymous
+// part (heap and stacks, not the file pages of the binary and the log).
+type rss struct{ total, anon int64 }
+
+func readRSS(pid int) rss {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return 0
+		return rss{}
 	}
+	var r rss
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
+		name, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch name {
+		case "VmRSS":
+			r.total = n
+		case "RssAnon":
+			r.anon = n
 		}
 	}
-	return 0
+	return r
 }

@@ -194,8 +194,10 @@ func (r *Reader) fill() error {
 // keep coming, reads stay large and compaction rare. An idle-looking
 // stream (the last read was small and ended on a line end: a writer that
 // stops has written whole lines, while mid-stream reads mostly end inside
-// one) cuts it to fit, so a pause in a busy stream rarely makes the buffer
-// shrink and grow again.
+// one) goes back to the small size: an idle reader holds that much, however
+// long the last line was (an agent's first lines, its tools and commands,
+// run to 10 KB and more), and the first read that fills it takes the full
+// size again.
 func (r *Reader) nextSize(pending int) int {
 	size := len(r.buf)
 	switch {
@@ -203,11 +205,7 @@ func (r *Reader) nextSize(pending int) int {
 	case (r.filled || pending == size) && size < maxBufferSize:
 		return maxBufferSize
 	case pending == 0 && size > minBufferSize && 4*r.lastRead < size:
-		fit := minBufferSize
-		for fit < 2*r.lastRead {
-			fit *= 2
-		}
-		return fit
+		return minBufferSize
 	}
 	return size
 }

@@ -239,7 +239,8 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 func TestBufferFollowsTheStream(t *testing.T) {
 	line := strings.Repeat("x", 99) + "\n"
 	burst := strings.Repeat(line, 2000)
-	src := &chunkReader{chunks: []string{"{\"init\":1}\n", burst, "{\"result\":1}\n"}}
+	tools := `{"tools":"` + strings.Repeat("t", 10<<10) + `"}`
+	src := &chunkReader{chunks: []string{"{\"init\":1}\n", burst, tools + "\n", "{\"result\":1}\n"}}
 	r := NewReader(src, 0)
 	if len(r.buf) != minBufferSize {
 		t.Fatalf("new reader holds %d bytes, want %d", len(r.buf), minBufferSize)
@@ -263,7 +264,11 @@ func TestBufferFollowsTheStream(t *testing.T) {
 	if largest != maxBufferSize {
 		t.Fatalf("a burst read with at most %d bytes, want %d", largest, maxBufferSize)
 	}
+	read(tools)
 	read(`{"result":1}`)
+	if len(r.buf) != minBufferSize {
+		t.Fatalf("idle after a 10 KiB line: %d bytes, want %d", len(r.buf), minBufferSize)
+	}
 	if _, err := r.ReadLine(); err != io.EOF {
 		t.Fatalf("after the last line: %v, want EOF", err)
 	}
