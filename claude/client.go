@@ -184,7 +184,8 @@ func (c *Client) initializeTimeout() time.Duration {
 // readLoop is the only reader of the connection. It decodes each line as
 // it reads it, while the line is still in this core's cache (handing it
 // to the receiving goroutine to decode cost more than decoding it here),
-// answers control traffic itself, and queues the rest.
+// answers control traffic itself, and queues the rest (or hands it to
+// Options.OnMessage).
 func (c *Client) readLoop() {
 	defer close(c.readerDone)
 	for {
@@ -206,6 +207,11 @@ func (c *Client) readLoop() {
 			continue
 		}
 		c.noteResult(msg)
+		if push := c.opts.OnMessage; push != nil {
+			c.observe(msg)
+			push(msg)
+			continue
+		}
 		// After Close began nobody listens: drop, keep draining.
 		_ = c.queue.push(c.pushCtx, queued{msg: msg, size: len(line)})
 	}
@@ -272,6 +278,9 @@ func (c *Client) finish(err error) {
 	}
 	c.deadErr = err
 	close(c.dead)
+	if push := c.opts.OnMessage; push != nil {
+		push(nil)
+	}
 	if err != nil {
 		_ = c.queue.push(c.pushCtx, queued{err: err})
 	}

@@ -107,6 +107,15 @@ type Options struct {
 	// CLI's stderr stays in the runner's log; start-up failures still
 	// carry its last lines in their error.
 	Stderr func(line string)
+	// OnMessage, when set, receives every message on the goroutine that
+	// reads the CLI's output, in order, instead of Messages and Receive
+	// (which then yield ErrPushedMessages), and nil once the output has
+	// ended (Err says why). A host that maps each message as it comes
+	// needs no goroutine of its own to receive them. While it runs, the
+	// CLI's output is not read: it may wait (the CLI then waits too), but
+	// not for a control call of this client (Interrupt, SetModel, …),
+	// whose answer it would keep from being read.
+	OnMessage func(Message)
 	// OnLineError receives lines that were skipped: too long, not JSON.
 	// The default logs them as warnings on Logger, or on slog.Default()
 	// when Logger is nil: skipped output is never lost silently.

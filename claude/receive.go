@@ -12,6 +12,10 @@ import (
 // ErrConcurrentReceive is returned when two goroutines receive at once.
 var ErrConcurrentReceive = errors.New("claude: messages are already being received")
 
+// ErrPushedMessages is what Messages and Receive yield for a client whose
+// messages go to Options.OnMessage.
+var ErrPushedMessages = errors.New("claude: messages go to Options.OnMessage")
+
 // decode parses a line, classifying it in full only when it could be one
 // the reader handles itself (see classify). It returns no message for a
 // keep-alive or a transcript mirror, which nobody reads.
@@ -83,6 +87,10 @@ func (c *Client) Receive(ctx context.Context) iter.Seq2[Message, error] {
 
 func (c *Client) receive(ctx context.Context, untilResult bool) iter.Seq2[Message, error] {
 	return func(yield func(Message, error) bool) {
+		if c.opts.OnMessage != nil {
+			yield(nil, ErrPushedMessages)
+			return
+		}
 		if !c.receiving.CompareAndSwap(false, true) {
 			yield(nil, ErrConcurrentReceive)
 			return
