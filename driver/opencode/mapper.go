@@ -248,11 +248,16 @@ func (m *mapper) status(p *oc.SessionStatusChanged, raw []byte) []agent.Event {
 }
 
 // seedHistory marks the messages a resumed session already had as past:
-// a reconciliation after a reconnect does not report them again.
+// a reconciliation after a reconnect does not report them again. Its turn
+// ids go on from the turns it had (one user message each), so that a turn
+// of this process never takes the id of an earlier one.
 func (m *mapper) seedHistory(msgs []oc.MessageWithParts) {
 	for _, msg := range msgs {
 		m.roles[msg.Info.ID] = msg.Info.Role
 		m.past[msg.Info.ID] = true
+		if msg.Info.Role == oc.RoleUser {
+			m.turns++
+		}
 	}
 }
 

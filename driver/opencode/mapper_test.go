@@ -371,3 +371,26 @@ func TestSessionDiff(t *testing.T) {
 		t.Errorf("added then deleted %+v", changes)
 	}
 }
+
+// A resumed session's turns go on counting from the turns its history
+// had: the two turns of the captured history make the next one t3, not a
+// second t1.
+func TestMapResumedTurnIDs(t *testing.T) {
+	data, err := os.ReadFile("testdata/serve-session-messages.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []oc.MessageWithParts
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	m := newMapper("ses_x", fixedClock())
+	m.seedHistory(msgs)
+	if evs := m.startTurn(); len(evs) != 1 || evs[0].TurnID != "ses_x/t3" {
+		t.Fatalf("the first turn after a resume: %+v", evs)
+	}
+	m.closeTurn()
+	if evs := m.startTurn(); evs[0].TurnID != "ses_x/t4" {
+		t.Errorf("the second turn after a resume: %s", evs[0].TurnID)
+	}
+}

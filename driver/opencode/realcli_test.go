@@ -435,7 +435,7 @@ func TestRealCLIResume(t *testing.T) {
 	env := newRealEnv(t, nil)
 	first := env.start(t, agent.StartRequest{})
 	first.prompt("SAY one")
-	first.turnEnd()
+	firstEnd := first.turnEnd()
 	native := first.s.NativeID()
 	if err := first.s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -456,6 +456,8 @@ func TestRealCLIResume(t *testing.T) {
 	second.prompt("SAY two")
 	if end := second.turnEnd(); end.Turn.Text != "two" {
 		t.Errorf("resumed turn %+v", end.Turn)
+	} else if firstEnd.TurnID != native+"/t1" || end.TurnID != native+"/t2" {
+		t.Errorf("turn ids %q, then %q after the resume; want them to go on counting", firstEnd.TurnID, end.TurnID)
 	}
 	if users := find(second.seen, agent.KindItemCompleted, agent.ItemUserMessage); len(users) != 1 || users[0].Item.Text != "SAY two" {
 		t.Errorf("the resumed session's events report %d prompts: %s", len(users), kinds(second.seen))
