@@ -36,6 +36,9 @@ type mapper struct {
 	calls     map[string]string         // tool call id → part id
 	approvals map[string]*approvalState // permission request id → its approval
 	denied    map[string]bool           // tool call ids a permission reply rejected
+	// edited are the paths each message's file tools (write, edit, …)
+	// reported: the step's patch part names them again.
+	edited map[string][]string
 	// current are the messages of the running turn; past those of ended
 	// turns, whose late updates (an abort's) must not touch the next one.
 	current []string
@@ -82,7 +85,7 @@ func newMapper(session string, now func() time.Time) *mapper {
 		now = time.Now
 	}
 	return &mapper{session: session, now: now, roles: map[string]string{}, parts: map[string]*partState{}, past: map[string]bool{},
-		calls: map[string]string{}, approvals: map[string]*approvalState{}, denied: map[string]bool{}}
+		calls: map[string]string{}, approvals: map[string]*approvalState{}, denied: map[string]bool{}, edited: map[string][]string{}}
 }
 
 func (m *mapper) event(k agent.Kind, raw []byte) agent.Event {

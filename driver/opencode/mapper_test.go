@@ -234,24 +234,48 @@ func TestMapRetry(t *testing.T) {
 	}
 }
 
-// A write asked for and allowed: a file_change item with the path, added;
-// the step's patch part is a file_change of its own.
+// A write asked for and allowed: one file_change item with the path,
+// added; the step's patch part, which names the same file, adds none.
 func TestMapWrite(t *testing.T) {
 	evs := replay(t, "serve-event-write.sse")
 	changes := find(evs, agent.KindItemCompleted, agent.ItemFileChange)
-	if len(changes) != 2 {
+	if len(changes) != 1 || len(find(evs, agent.KindItemStarted, agent.ItemFileChange)) != 1 {
 		t.Fatalf("file changes %s", shapes(evs))
 	}
 	w := changes[0].Item.Changes
 	if len(w) != 1 || w[0].Path != "<workdir>/hello.txt" || w[0].Kind != agent.ChangeAdd {
 		t.Errorf("write %+v", w)
 	}
-	p := changes[1].Item.Changes
-	if len(p) != 1 || p[0].Path != "<workdir>/hello.txt" || p[0].Kind != agent.ChangeUpdate {
-		t.Errorf("patch %+v", p)
-	}
 	if a := find(evs, agent.KindApprovalRequested, "")[0].Approval; a.Tool != "edit" || a.Title != "edit: <workdir>/hello.txt" || a.ItemID != changes[0].Item.ID {
 		t.Errorf("approval %+v", a)
+	}
+}
+
+// A step's patch part is a file_change of the files no file tool of its
+// message reported: a shell command's writes, and of a step that also
+// wrote with the write tool (here with a relative path) the other files.
+func TestMapPatchOfOtherWrites(t *testing.T) {
+	m := newMapper("ses_x", fixedClock())
+	m.startTurn()
+	part := func(id, msg string) oc.PartBase {
+		return oc.PartBase{ID: id, SessionID: "ses_x", MessageID: msg}
+	}
+	m.partUpdated(&oc.ToolPart{PartBase: part("prt_1", "msg_1"), CallID: "call_1", Tool: "bash",
+		State: oc.ToolState{Status: oc.ToolCompleted, Input: []byte(`{"command":"echo hi > a.txt"}`), Metadata: []byte(`{"exit":0}`)}}, nil)
+	shell := m.partUpdated(&oc.PatchPart{PartBase: part("prt_2", "msg_1"), Files: []string{"/ws/a.txt"}}, nil)
+	if len(shell) != 1 || shell[0].Item.Type != agent.ItemFileChange || len(shell[0].Item.Changes) != 1 || shell[0].Item.Changes[0].Path != "/ws/a.txt" {
+		t.Errorf("a shell command's patch: %s %+v", shapes(shell), shell)
+	}
+	m.partUpdated(&oc.ToolPart{PartBase: part("prt_3", "msg_2"), CallID: "call_2", Tool: "write",
+		State: oc.ToolState{Status: oc.ToolCompleted, Input: []byte(`{"filePath":"b.txt","content":"b"}`), Metadata: []byte(`{"exists":false}`)}}, nil)
+	mixed := m.partUpdated(&oc.PatchPart{PartBase: part("prt_4", "msg_2"), Files: []string{"/ws/b.txt", "/ws/c.txt"}}, nil)
+	if len(mixed) != 1 || len(mixed[0].Item.Changes) != 1 || mixed[0].Item.Changes[0].Path != "/ws/c.txt" {
+		t.Errorf("a step that wrote b.txt with its tool and c.txt otherwise: %+v", mixed)
+	}
+	m.partUpdated(&oc.ToolPart{PartBase: part("prt_5", "msg_3"), CallID: "call_3", Tool: "edit",
+		State: oc.ToolState{Status: oc.ToolCompleted, Input: []byte(`{"filePath":"/ws/d.txt"}`)}}, nil)
+	if again := m.partUpdated(&oc.PatchPart{PartBase: part("prt_6", "msg_3"), Files: []string{"/ws/d.txt"}}, nil); len(again) != 0 {
+		t.Errorf("an edit's own file came twice: %s", shapes(again))
 	}
 }
 
