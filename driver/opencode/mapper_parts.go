@@ -41,19 +41,38 @@ func (m *mapper) partUpdated(part oc.Part, raw []byte) []agent.Event {
 		e.Error = apiError(&p.Error)
 		e.Error.Retrying = true
 		return append(events, e)
+	case *oc.FilePart, *oc.AgentPart:
+		return m.whole(attachmentItem(part), raw)
 	}
-	return nil // step-start, snapshot, file, agent, compaction, subtask
+	return nil // step-start, snapshot, compaction, subtask (a user message's)
 }
 
-// userPart maps the prompt's text as OpenCode echoes it.
+// userPart maps the prompt as OpenCode echoes it: its text, a subtask (a
+// command's prompt for a subagent) as the prompt it is, and the files and
+// agents it names.
 func (m *mapper) userPart(part oc.Part, raw []byte) []agent.Event {
-	p, ok := part.(*oc.TextPart)
-	if !ok || p.Synthetic || p.Ignored || m.parts[p.ID] != nil {
+	switch p := part.(type) {
+	case *oc.TextPart:
+		if p.Synthetic || p.Ignored {
+			return nil
+		}
+		return m.whole(agent.Item{ID: p.ID, Type: agent.ItemUserMessage, Status: agent.ItemDone, MessageID: p.MessageID, Text: p.Text}, raw)
+	case *oc.SubtaskPart:
+		return m.whole(agent.Item{ID: p.ID, Type: agent.ItemUserMessage, Status: agent.ItemDone, MessageID: p.MessageID, Text: p.Prompt}, raw)
+	case *oc.FilePart, *oc.AgentPart:
+		return m.whole(attachmentItem(part), raw)
+	}
+	return nil
+}
+
+// whole reports an item OpenCode gives whole, once.
+func (m *mapper) whole(item agent.Item, raw []byte) []agent.Event {
+	if m.parts[item.ID] != nil {
 		return nil
 	}
 	events := m.startTurn()
-	st := &partState{item: agent.Item{ID: p.ID, Type: agent.ItemUserMessage, Status: agent.ItemDone, MessageID: p.MessageID, Text: p.Text}, started: true, done: true}
-	m.parts[p.ID] = st
+	st := &partState{item: item, started: true, done: true}
+	m.parts[item.ID] = st
 	return append(events, m.itemEvent(agent.KindItemCompleted, &st.item, raw))
 }
 

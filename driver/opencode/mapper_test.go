@@ -418,3 +418,51 @@ func TestMapResumedTurnIDs(t *testing.T) {
 		t.Errorf("the second turn after a resume: %s", evs[0].TurnID)
 	}
 }
+
+// The parts of a prompt besides its text, shaped as OpenCode 1.18 stores
+// them: a file (its data: URL left out of the input) and an @agent mention
+// are tool_call items; a subtask is the turn's user message; the
+// synthetic text OpenCode adds for them is not the prompt. A file an
+// assistant message carries is a file item too.
+func TestMapPromptParts(t *testing.T) {
+	m := newMapper("ses_x", fixedClock())
+	m.roles["msg_u"], m.roles["msg_a"] = oc.RoleUser, oc.RoleAssistant
+	base := func(id, msg, typ string) oc.PartBase {
+		return oc.PartBase{ID: id, SessionID: "ses_x", MessageID: msg, Type: typ}
+	}
+	var evs []agent.Event
+	for _, p := range []oc.Part{
+		&oc.TextPart{PartBase: base("prt_1", "msg_u", oc.PartText), Text: "read @notes.txt"},
+		&oc.TextPart{PartBase: base("prt_2", "msg_u", oc.PartText), Text: "Called the Read tool with the following input: {}", Synthetic: true},
+		&oc.FilePart{PartBase: base("prt_3", "msg_u", oc.PartFile), Mime: "text/plain", Filename: "notes.txt", URL: "file:///ws/notes.txt",
+			Source: &oc.FilePartSource{Type: "file", Path: "/ws/notes.txt"}},
+		&oc.FilePart{PartBase: base("prt_4", "msg_u", oc.PartFile), Mime: "image/png", Filename: "shot.png", URL: "data:image/png;base64,iVBORw0KGgo="},
+		&oc.AgentPart{PartBase: base("prt_5", "msg_u", oc.PartAgent), Name: "general"},
+		&oc.SubtaskPart{PartBase: base("prt_6", "msg_u", oc.PartSubtask), Prompt: "check the tests", Description: "tests", Agent: "general"},
+		&oc.FilePart{PartBase: base("prt_7", "msg_a", oc.PartFile), Mime: "image/png", URL: "data:image/png;base64,AAAA"},
+	} {
+		raw, _ := json.Marshal(p)
+		evs = append(evs, m.partUpdated(p, raw)...)
+	}
+	wantShapes(t, "prompt parts", evs, `turn.started item.completed:user_message/completed item.completed:tool_call/completed
+		item.completed:tool_call/completed item.completed:tool_call/completed item.completed:user_message/completed item.completed:tool_call/completed`)
+	var got []string
+	for _, e := range evs[1:] {
+		if err := e.Validate(); err != nil {
+			t.Errorf("%s: %v", shape(e), err)
+		}
+		if e.Item.Tool != nil {
+			got = append(got, e.Item.Tool.Name+" "+string(e.Item.Tool.Input))
+		} else {
+			got = append(got, e.Item.Text)
+		}
+	}
+	want := []string{"read @notes.txt", `file {"filename":"notes.txt","mime":"text/plain","url":"file:///ws/notes.txt","path":"/ws/notes.txt"}`,
+		`file {"filename":"shot.png","mime":"image/png"}`, `agent {"name":"general"}`, "check the tests", `file {"mime":"image/png"}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("items\n got %q\nwant %q", got, want)
+	}
+	if again := m.partUpdated(&oc.AgentPart{PartBase: base("prt_5", "msg_u", oc.PartAgent), Name: "general"}, nil); len(again) != 0 {
+		t.Errorf("a part seen again: %s", shapes(again))
+	}
+}
