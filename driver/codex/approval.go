@@ -17,7 +17,7 @@ type approval struct {
 	id     string
 	req    codexapp.ID
 	method string
-	// sessionScope says Codex offers acceptForSession for it.
+	// sessionScope says Codex takes acceptForSession for it.
 	sessionScope bool
 	first        *agent.Resolution
 }
@@ -41,7 +41,10 @@ func (a *approvals) request(req *codexapp.Request, m *mapper, now time.Time) age
 	switch p := req.Payload.(type) {
 	case *codexapp.CommandApprovalParams:
 		item, turn, tool = p.ItemID, p.TurnID, "shell"
-		ap.sessionScope = p.Offers(codexapp.DecisionAcceptForSession)
+		// Codex takes acceptForSession for every command (it then runs the
+		// same command again in the thread without asking) though it lists
+		// it only for some, not for a plain shell command.
+		ap.sessionScope = true
 		cmd := p.Command
 		if open, ok := m.openItem(p.ItemID); ok && open.Command != nil && cmd == "" {
 			cmd = open.Command.Command
@@ -151,7 +154,9 @@ func resolvedEvent(m *mapper, r agent.Resolution, raw []byte) agent.Event {
 }
 
 // decision is Codex's answer for a resolution: accept (once), or
-// acceptForSession where Codex offers it; decline lets the turn go on.
+// acceptForSession for an allow for the session, after which Codex does
+// not ask again for the same command (or file) in the thread; decline lets
+// the turn go on.
 func (ap *approval) decision(r agent.Resolution) string {
 	switch {
 	case r.Decision != agent.Allow:
