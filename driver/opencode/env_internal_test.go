@@ -19,7 +19,7 @@ func TestServerEnvOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := agentproc.EnvMap(env)
-	for k, v := range offlineEnv {
+	for k, v := range offlineEnv() {
 		if k != "OPENCODE_PURE" && m[k] != v {
 			t.Errorf("%s=%q, want %q", k, m[k], v)
 		}

@@ -56,13 +56,15 @@ var noWebTools = map[string]any{"webfetch": "deny", "websearch": "deny"}
 // (OPENCODE_PURE), no models catalogue, update check, default plugins,
 // language server downloads or sharing. Each is a default: a value in
 // Config.Env (OPENCODE_PURE=0, say) wins.
-var offlineEnv = map[string]string{
-	"OPENCODE_PURE":                    "1",
-	"OPENCODE_DISABLE_MODELS_FETCH":    "1",
-	"OPENCODE_DISABLE_AUTOUPDATE":      "1",
-	"OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-	"OPENCODE_DISABLE_LSP_DOWNLOAD":    "1",
-	"OPENCODE_DISABLE_SHARE":           "1",
+func offlineEnv() map[string]string {
+	return map[string]string{
+		"OPENCODE_PURE":                    "1",
+		"OPENCODE_DISABLE_MODELS_FETCH":    "1",
+		"OPENCODE_DISABLE_AUTOUPDATE":      "1",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD":    "1",
+		"OPENCODE_DISABLE_SHARE":           "1",
+	}
 }
 
 // homeNpmrc is npm's configuration for OpenCode's global config directory
@@ -242,7 +244,7 @@ func (d *Driver) env(home, password string, noToolNetwork bool) ([]string, error
 		"OPENCODE_SERVER_PASSWORD": password,
 		"OPENCODE_SERVER_USERNAME": serverUser,
 	}
-	for k, v := range offlineEnv {
+	for k, v := range offlineEnv() {
 		if _, given := agentproc.LookupEnv(base, k); !given {
 			set[k] = v
 		}
