@@ -17,9 +17,14 @@ type approval struct {
 	id     string
 	req    codexapp.ID
 	method string
-	// sessionScope says Codex offers acceptForSession for it.
+	// sessionScope says Codex takes acceptForSession for it.
 	sessionScope bool
 	first        *agent.Resolution
+	// question is set for a question approval, with what its answer is
+	// made from: a request_user_input call or an MCP elicitation.
+	question    *agent.Question
+	userInput   *codexapp.ToolRequestUserInputParams
+	elicitation *elicitation
 }
 
 // approvals are a session's approval requests by id; the session's lock
@@ -39,9 +44,22 @@ func (a *approvals) request(req *codexapp.Request, m *mapper, now time.Time) age
 	ap := &approval{req: req.ID, method: req.Method}
 	var item, turn, title, tool string
 	switch p := req.Payload.(type) {
+	case *codexapp.ToolRequestUserInputParams:
+		item, turn, tool = p.ItemID, p.TurnID, "request_user_input"
+		ap.userInput, ap.question = p, userInputQuestion(p)
+	case *codexapp.McpElicitationParams:
+		tool = "mcp:" + p.ServerName
+		if p.TurnID != nil {
+			turn = *p.TurnID
+		}
+		ap.elicitation = newElicitation(p)
+		ap.question = ap.elicitation.question
 	case *codexapp.CommandApprovalParams:
 		item, turn, tool = p.ItemID, p.TurnID, "shell"
-		ap.sessionScope = p.Offers(codexapp.DecisionAcceptForSession)
+		// Codex takes acceptForSession for every command (it then runs the
+		// same command again in the thread without asking) though it lists
+		// it only for some, not for a plain shell command.
+		ap.sessionScope = true
 		cmd := p.Command
 		if open, ok := m.openItem(p.ItemID); ok && open.Command != nil && cmd == "" {
 			cmd = open.Command.Command
@@ -74,20 +92,25 @@ func (a *approvals) request(req *codexapp.Request, m *mapper, now time.Time) age
 	a.byID[ap.id] = ap
 	a.byRequest[ap.req] = ap
 	a.order = append(a.order, ap)
-	scopes := []agent.Scope{agent.ScopeOnce}
-	if ap.sessionScope {
-		scopes = append(scopes, agent.ScopeSession)
-	}
 	e := m.event(agent.KindApprovalRequested, req.Raw())
 	if turn != "" {
 		e.TurnID = turn
 	}
 	e.Approval = &agent.Approval{ID: ap.id, Kind: agent.ApprovalTool, SessionID: m.thread, Agent: Name,
-		TurnID: e.TurnID, ItemID: item, Tool: tool, Input: req.Params, Title: title, Scopes: scopes, Created: now}
+		TurnID: e.TurnID, ItemID: item, Tool: tool, Input: req.Params, Title: title, Created: now}
+	if ap.question != nil {
+		e.Approval.Kind, e.Approval.Question, e.Approval.Title = agent.ApprovalQuestion, ap.question, ap.question.Prompt
+		return e
+	}
+	e.Approval.Scopes = []agent.Scope{agent.ScopeOnce}
+	if ap.sessionScope {
+		e.Approval.Scopes = append(e.Approval.Scopes, agent.ScopeSession)
+	}
 	return e
 }
 
-// settle records the first resolution of id.
+// settle records the first resolution of id; a client's answers to a
+// question must be among its options.
 func (a *approvals) settle(id string, r agent.Resolution) (*approval, error) {
 	ap, ok := a.byID[id]
 	switch {
@@ -95,6 +118,11 @@ func (a *approvals) settle(id string, r agent.Resolution) (*approval, error) {
 		return nil, agent.ErrUnknownApproval
 	case ap.first != nil:
 		return nil, &agent.AlreadyResolvedError{First: *ap.first}
+	case ap.question != nil:
+		q := agent.Approval{ID: id, Kind: agent.ApprovalQuestion, Question: ap.question}
+		if err := q.CheckAnswers(r); err != nil {
+			return nil, err
+		}
 	}
 	r.ApprovalID = id
 	ap.first = &r
@@ -150,8 +178,22 @@ func resolvedEvent(m *mapper, r agent.Resolution, raw []byte) agent.Event {
 	return e
 }
 
+// response is Codex's answer to the approval's request for a resolution:
+// a question's answers, or a decision.
+func (ap *approval) response(r agent.Resolution) any {
+	switch {
+	case ap.userInput != nil:
+		return userInputAnswer(ap.userInput, ap.question, r)
+	case ap.elicitation != nil:
+		return ap.elicitation.answer(r)
+	}
+	return codexapp.ApprovalResponse{Decision: ap.decision(r)}
+}
+
 // decision is Codex's answer for a resolution: accept (once), or
-// acceptForSession where Codex offers it; decline lets the turn go on.
+// acceptForSession for an allow for the session, after which Codex does
+// not ask again for the same command (or file) in the thread; decline lets
+// the turn go on.
 func (ap *approval) decision(r agent.Resolution) string {
 	switch {
 	case r.Decision != agent.Allow:
@@ -162,12 +204,14 @@ func (ap *approval) decision(r agent.Resolution) string {
 	return codexapp.DecisionAccept
 }
 
-// serverRequest handles a request of the app-server: approvals wait for
-// Resolve; the others (questions to the user, MCP elicitations, permission
-// profiles, client tools) are refused, so the turn goes on without them.
+// serverRequest handles a request of the app-server: approvals and
+// questions to the user (the model's request_user_input, MCP elicitations)
+// wait for Resolve; the others (permission profiles, client tools) are
+// refused, so the turn goes on without them.
 func (s *session) serverRequest(req *codexapp.Request, decodeErr error) {
 	switch req.Payload.(type) {
-	case *codexapp.CommandApprovalParams, *codexapp.FileChangeApprovalParams:
+	case *codexapp.CommandApprovalParams, *codexapp.FileChangeApprovalParams,
+		*codexapp.ToolRequestUserInputParams, *codexapp.McpElicitationParams:
 		s.mu.Lock()
 		s.out.Add(s.approvals.request(req, s.m, s.now()))
 		s.mu.Unlock()
@@ -206,7 +250,7 @@ func (s *session) Resolve(ctx context.Context, r agent.Resolution) error {
 	}
 	s.out.Add(resolvedEvent(s.m, *ap.first, nil))
 	s.mu.Unlock()
-	if err := s.rpc.answer(ctx, ap.req, codexapp.ApprovalResponse{Decision: ap.decision(r)}); err != nil {
+	if err := s.rpc.answer(ctx, ap.req, ap.response(r)); err != nil {
 		return fmt.Errorf("codex: answer approval %s: %w", ap.id, err)
 	}
 	return nil

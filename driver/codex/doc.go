@@ -9,7 +9,8 @@
 // changes a file (approval policy "untrusted"; the commands it knows to be
 // read-only run without asking) and to run its commands in its own
 // workspace-write sandbox. Approvals wait for Session.Resolve; the first
-// resolution wins. Messages and Diff come from Codex's own history of the
+// resolution wins. The model's request_user_input and an MCP server's
+// elicitation are question approvals. Messages and Diff come from Codex's own history of the
 // thread (thread/read), so a resumed session shows its past.
 //
 // The package registers the agent kind "codex" (package driver): its CLI,

@@ -78,9 +78,10 @@ func New(cfg driver.Config) (*Driver, error) {
 func (d *Driver) Name() string { return Name }
 
 // Capabilities: resume and fork by thread id, steering, the session's
-// diff; approvals allow once or for the session.
+// diff, questions (request_user_input, MCP elicitations); approvals allow
+// once or for the session.
 func (d *Driver) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Steer: true, Diff: true,
+	return agent.Capabilities{Resume: true, Fork: true, Steer: true, Diff: true, Questions: true,
 		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
 }
 

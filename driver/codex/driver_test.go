@@ -52,7 +52,7 @@ func TestNewFindsAndChecksTheCLI(t *testing.T) {
 		t.Errorf("Name %q", d.Name())
 	}
 	c := d.Capabilities()
-	if !c.Resume || !c.Fork || !c.Steer || !c.Diff || c.Questions || c.Pause || c.Rewind ||
+	if !c.Resume || !c.Fork || !c.Steer || !c.Diff || !c.Questions || c.Pause || c.Rewind ||
 		!slices.Equal(c.Scopes, []agent.Scope{agent.ScopeOnce, agent.ScopeSession}) {
 		t.Errorf("Capabilities %+v", c)
 	}

@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,7 +62,9 @@ func TestMapTextAndTurns(t *testing.T) {
 
 // item/commandExecution/requestApproval → approval.requested; the answer
 // → approval.resolved; commandExecution items → command with output and
-// exit code; serverRequest/resolved of an answered request → nothing.
+// exit code; serverRequest/resolved of an answered request → nothing. The
+// approval may be allowed for the session (acceptForSession), though Codex
+// lists only accept, an execpolicy amendment and cancel.
 func TestMapCommandApproval(t *testing.T) {
 	events := replay(t, "app-server-approval-interrupt.transcript.jsonl")
 	reqs := find(events, agent.KindApprovalRequested, "")
@@ -70,8 +73,14 @@ func TestMapCommandApproval(t *testing.T) {
 	}
 	a := reqs[0].Approval
 	if a.ID != "call_fake_12" || a.ItemID != "call_fake_12" || a.Tool != "shell" || a.Title != "Shell: /bin/bash -lc 'echo hello'" ||
-		len(a.Scopes) != 1 || a.Scopes[0] != agent.ScopeOnce || method(reqs[0]) != codexapp.MethodCommandApproval || a.TurnID == "" {
+		!slices.Equal(a.Scopes, []agent.Scope{agent.ScopeOnce, agent.ScopeSession}) || method(reqs[0]) != codexapp.MethodCommandApproval || a.TurnID == "" {
 		t.Errorf("approval %+v", a)
+	}
+	for scope, want := range map[agent.Scope]string{agent.ScopeOnce: codexapp.DecisionAccept, agent.ScopeSession: codexapp.DecisionAcceptForSession} {
+		ap := &approval{sessionScope: slices.Contains(a.Scopes, agent.ScopeSession)}
+		if got := ap.decision(agent.Resolution{Decision: agent.Allow, Scope: scope}); got != want {
+			t.Errorf("an allow for scope %s answers %q, want %q", scope, got, want)
+		}
 	}
 	res := find(events, agent.KindApprovalResolved, "")
 	if len(res) != 1 || res[0].Resolution.ApprovalID != a.ID || res[0].Resolution.Decision != agent.Allow || res[0].Resolution.Cause != agent.CauseClient {

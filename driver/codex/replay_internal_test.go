@@ -93,7 +93,8 @@ func (s *session) replayClient(t *testing.T, line []byte, sent map[string]string
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 		Result *struct {
-			Decision string `json:"decision"`
+			Decision string                              `json:"decision"`
+			Answers  map[string]codexapp.UserInputAnswer `json:"answers"`
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(line, &m); err != nil {
@@ -117,6 +118,10 @@ func (s *session) replayClient(t *testing.T, line []byte, sent map[string]string
 		r := agent.Resolution{Decision: agent.Deny, Cause: agent.CauseClient, At: s.now()}
 		if m.Result.Decision == codexapp.DecisionAccept || m.Result.Decision == codexapp.DecisionAcceptForSession {
 			r.Decision = agent.Allow
+		}
+		if ap.userInput != nil && len(m.Result.Answers) > 0 {
+			r.Decision = agent.Allow
+			r.Answers = ap.question.IDs(m.Result.Answers[ap.userInput.Questions[0].ID].Answers)
 		}
 		if _, err := s.approvals.settle(ap.id, r); err != nil {
 			t.Fatal(err)

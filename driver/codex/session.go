@@ -95,13 +95,13 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 	switch {
 	case req.Resume != "" && req.Fork:
 		p = &codexapp.ThreadForkParams{ThreadID: req.Resume, Cwd: req.Workspace, Model: req.Model,
-			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode}
+			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: threadConfig()}
 	case req.Resume != "":
 		p = &codexapp.ThreadResumeParams{ThreadID: req.Resume, Cwd: req.Workspace, Model: req.Model,
-			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, ExcludeTurns: true}
+			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: threadConfig(), ExcludeTurns: true}
 	default:
 		p = &codexapp.ThreadStartParams{Cwd: req.Workspace, Model: req.Model,
-			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode}
+			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: threadConfig()}
 	}
 	var res codexapp.ThreadResponse
 	if err := s.rpc.call(ctx, p, &res); err != nil {

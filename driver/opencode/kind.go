@@ -13,8 +13,11 @@ func registration() driver.Kind {
 		Name: agentName, Title: "OpenCode", About: "OpenCode over opencode serve",
 		Order: 10, CheckpointSDK: "openai",
 		CLI: agentName, TestedVersion: TestedVersion,
-		EnvPrefixes: []string{"OPENAI_", "ANTHROPIC_", "OPENCODE_DISABLE_", "OPENCODE_EXPERIMENTAL"},
-		Provider:    provide,
+		// npm_config_*: the operator's npm registry settings, which OpenCode
+		// fetches provider packages with.
+		EnvPrefixes: []string{"OPENAI_", "ANTHROPIC_", "OPENCODE_DISABLE_", "OPENCODE_EXPERIMENTAL", "OPENCODE_PURE",
+			"npm_config_", "NPM_CONFIG_"},
+		Provider: provide,
 		New: func(cfg driver.Config) (agent.Driver, error) {
 			d, err := New(cfg)
 			if err != nil {

@@ -36,6 +36,9 @@ type mapper struct {
 	calls     map[string]string         // tool call id → part id
 	approvals map[string]*approvalState // permission request id → its approval
 	denied    map[string]bool           // tool call ids a permission reply rejected
+	// edited are the paths each message's file tools (write, edit, …)
+	// reported: the step's patch part names them again.
+	edited map[string][]string
 	// current are the messages of the running turn; past those of ended
 	// turns, whose late updates (an abort's) must not touch the next one.
 	current []string
@@ -82,7 +85,7 @@ func newMapper(session string, now func() time.Time) *mapper {
 		now = time.Now
 	}
 	return &mapper{session: session, now: now, roles: map[string]string{}, parts: map[string]*partState{}, past: map[string]bool{},
-		calls: map[string]string{}, approvals: map[string]*approvalState{}, denied: map[string]bool{}}
+		calls: map[string]string{}, approvals: map[string]*approvalState{}, denied: map[string]bool{}, edited: map[string][]string{}}
 }
 
 func (m *mapper) event(k agent.Kind, raw []byte) agent.Event {
@@ -248,11 +251,16 @@ func (m *mapper) status(p *oc.SessionStatusChanged, raw []byte) []agent.Event {
 }
 
 // seedHistory marks the messages a resumed session already had as past:
-// a reconciliation after a reconnect does not report them again.
+// a reconciliation after a reconnect does not report them again. Its turn
+// ids go on from the turns it had (one user message each), so that a turn
+// of this process never takes the id of an earlier one.
 func (m *mapper) seedHistory(msgs []oc.MessageWithParts) {
 	for _, msg := range msgs {
 		m.roles[msg.Info.ID] = msg.Info.Role
 		m.past[msg.Info.ID] = true
+		if msg.Info.Role == oc.RoleUser {
+			m.turns++
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package opencode
 
 import (
+	"path/filepath"
+	"slices"
+	"strings"
+
 	"github.com/tetherhq/tether/agent"
 	oc "github.com/tetherhq/tether/protocol/opencode"
 )
@@ -37,19 +41,38 @@ func (m *mapper) partUpdated(part oc.Part, raw []byte) []agent.Event {
 		e.Error = apiError(&p.Error)
 		e.Error.Retrying = true
 		return append(events, e)
+	case *oc.FilePart, *oc.AgentPart:
+		return m.whole(attachmentItem(part), raw)
 	}
-	return nil // step-start, snapshot, file, agent, compaction, subtask
+	return nil // step-start, snapshot, compaction, subtask (a user message's)
 }
 
-// userPart maps the prompt's text as OpenCode echoes it.
+// userPart maps the prompt as OpenCode echoes it: its text, a subtask (a
+// command's prompt for a subagent) as the prompt it is, and the files and
+// agents it names.
 func (m *mapper) userPart(part oc.Part, raw []byte) []agent.Event {
-	p, ok := part.(*oc.TextPart)
-	if !ok || p.Synthetic || p.Ignored || m.parts[p.ID] != nil {
+	switch p := part.(type) {
+	case *oc.TextPart:
+		if p.Synthetic || p.Ignored {
+			return nil
+		}
+		return m.whole(agent.Item{ID: p.ID, Type: agent.ItemUserMessage, Status: agent.ItemDone, MessageID: p.MessageID, Text: p.Text}, raw)
+	case *oc.SubtaskPart:
+		return m.whole(agent.Item{ID: p.ID, Type: agent.ItemUserMessage, Status: agent.ItemDone, MessageID: p.MessageID, Text: p.Prompt}, raw)
+	case *oc.FilePart, *oc.AgentPart:
+		return m.whole(attachmentItem(part), raw)
+	}
+	return nil
+}
+
+// whole reports an item OpenCode gives whole, once.
+func (m *mapper) whole(item agent.Item, raw []byte) []agent.Event {
+	if m.parts[item.ID] != nil {
 		return nil
 	}
 	events := m.startTurn()
-	st := &partState{item: agent.Item{ID: p.ID, Type: agent.ItemUserMessage, Status: agent.ItemDone, MessageID: p.MessageID, Text: p.Text}, started: true, done: true}
-	m.parts[p.ID] = st
+	st := &partState{item: item, started: true, done: true}
+	m.parts[item.ID] = st
 	return append(events, m.itemEvent(agent.KindItemCompleted, &st.item, raw))
 }
 
@@ -144,6 +167,9 @@ func (m *mapper) toolPart(p *oc.ToolPart, raw []byte) []agent.Event {
 		m.calls[p.CallID] = p.ID
 	}
 	applyTool(&st.item, p)
+	if st.item.Type == agent.ItemFileChange {
+		m.noteEdit(p.MessageID, st.item.Changes)
+	}
 	var events []agent.Event
 	switch p.State.Status {
 	case oc.ToolPending, oc.ToolRunning:
@@ -194,14 +220,49 @@ func (m *mapper) stepFinish(p *oc.StepFinishPart, raw []byte) []agent.Event {
 	return append(events, e)
 }
 
+// patchPart is a file_change of the files a step changed that no file
+// tool of its message reported already (a shell command's writes); a
+// write is one file_change, its tool's, not a second one from the patch.
 func (m *mapper) patchPart(p *oc.PatchPart, raw []byte) []agent.Event {
+	var files []string
+	for _, f := range p.Files {
+		if !m.reported(p.MessageID, f) {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		m.once(p.ID)
+		return nil
+	}
 	st := m.part(p.PartBase, agent.ItemFileChange)
 	if st == nil {
 		return nil
 	}
-	st.item.Changes = make([]agent.FileChange, 0, len(p.Files))
-	for _, f := range p.Files {
+	st.item.Changes = make([]agent.FileChange, 0, len(files))
+	for _, f := range files {
 		st.item.Changes = append(st.item.Changes, agent.FileChange{Path: f, Kind: agent.ChangeUpdate})
 	}
 	return m.finish(st, agent.ItemDone, raw)
+}
+
+// noteEdit records the paths a file tool of message reported.
+func (m *mapper) noteEdit(message string, changes []agent.FileChange) {
+	for _, c := range changes {
+		if !slices.Contains(m.edited[message], c.Path) {
+			m.edited[message] = append(m.edited[message], c.Path)
+		}
+	}
+}
+
+// reported says whether a file tool of message reported path: the patch's
+// paths are absolute, a tool's as the model wrote them.
+func (m *mapper) reported(message, path string) bool {
+	path = filepath.Clean(path)
+	for _, p := range m.edited[message] {
+		p = filepath.Clean(p)
+		if p == path || (!filepath.IsAbs(p) && strings.HasSuffix(path, string(filepath.Separator)+p)) {
+			return true
+		}
+	}
+	return false
 }

@@ -234,24 +234,48 @@ func TestMapRetry(t *testing.T) {
 	}
 }
 
-// A write asked for and allowed: a file_change item with the path, added;
-// the step's patch part is a file_change of its own.
+// A write asked for and allowed: one file_change item with the path,
+// added; the step's patch part, which names the same file, adds none.
 func TestMapWrite(t *testing.T) {
 	evs := replay(t, "serve-event-write.sse")
 	changes := find(evs, agent.KindItemCompleted, agent.ItemFileChange)
-	if len(changes) != 2 {
+	if len(changes) != 1 || len(find(evs, agent.KindItemStarted, agent.ItemFileChange)) != 1 {
 		t.Fatalf("file changes %s", shapes(evs))
 	}
 	w := changes[0].Item.Changes
 	if len(w) != 1 || w[0].Path != "<workdir>/hello.txt" || w[0].Kind != agent.ChangeAdd {
 		t.Errorf("write %+v", w)
 	}
-	p := changes[1].Item.Changes
-	if len(p) != 1 || p[0].Path != "<workdir>/hello.txt" || p[0].Kind != agent.ChangeUpdate {
-		t.Errorf("patch %+v", p)
-	}
 	if a := find(evs, agent.KindApprovalRequested, "")[0].Approval; a.Tool != "edit" || a.Title != "edit: <workdir>/hello.txt" || a.ItemID != changes[0].Item.ID {
 		t.Errorf("approval %+v", a)
+	}
+}
+
+// A step's patch part is a file_change of the files no file tool of its
+// message reported: a shell command's writes, and of a step that also
+// wrote with the write tool (here with a relative path) the other files.
+func TestMapPatchOfOtherWrites(t *testing.T) {
+	m := newMapper("ses_x", fixedClock())
+	m.startTurn()
+	part := func(id, msg string) oc.PartBase {
+		return oc.PartBase{ID: id, SessionID: "ses_x", MessageID: msg}
+	}
+	m.partUpdated(&oc.ToolPart{PartBase: part("prt_1", "msg_1"), CallID: "call_1", Tool: "bash",
+		State: oc.ToolState{Status: oc.ToolCompleted, Input: []byte(`{"command":"echo hi > a.txt"}`), Metadata: []byte(`{"exit":0}`)}}, nil)
+	shell := m.partUpdated(&oc.PatchPart{PartBase: part("prt_2", "msg_1"), Files: []string{"/ws/a.txt"}}, nil)
+	if len(shell) != 1 || shell[0].Item.Type != agent.ItemFileChange || len(shell[0].Item.Changes) != 1 || shell[0].Item.Changes[0].Path != "/ws/a.txt" {
+		t.Errorf("a shell command's patch: %s %+v", shapes(shell), shell)
+	}
+	m.partUpdated(&oc.ToolPart{PartBase: part("prt_3", "msg_2"), CallID: "call_2", Tool: "write",
+		State: oc.ToolState{Status: oc.ToolCompleted, Input: []byte(`{"filePath":"b.txt","content":"b"}`), Metadata: []byte(`{"exists":false}`)}}, nil)
+	mixed := m.partUpdated(&oc.PatchPart{PartBase: part("prt_4", "msg_2"), Files: []string{"/ws/b.txt", "/ws/c.txt"}}, nil)
+	if len(mixed) != 1 || len(mixed[0].Item.Changes) != 1 || mixed[0].Item.Changes[0].Path != "/ws/c.txt" {
+		t.Errorf("a step that wrote b.txt with its tool and c.txt otherwise: %+v", mixed)
+	}
+	m.partUpdated(&oc.ToolPart{PartBase: part("prt_5", "msg_3"), CallID: "call_3", Tool: "edit",
+		State: oc.ToolState{Status: oc.ToolCompleted, Input: []byte(`{"filePath":"/ws/d.txt"}`)}}, nil)
+	if again := m.partUpdated(&oc.PatchPart{PartBase: part("prt_6", "msg_3"), Files: []string{"/ws/d.txt"}}, nil); len(again) != 0 {
+		t.Errorf("an edit's own file came twice: %s", shapes(again))
 	}
 }
 
@@ -369,5 +393,76 @@ func TestSessionDiff(t *testing.T) {
 	changes = sessionDiff([]oc.MessageWithParts{turn(oc.FileAdded, "1"), turn(oc.FileDeleted, "2")})
 	if changes[0].Kind != agent.ChangeDelete {
 		t.Errorf("added then deleted %+v", changes)
+	}
+}
+
+// A resumed session's turns go on counting from the turns its history
+// had: the two turns of the captured history make the next one t3, not a
+// second t1.
+func TestMapResumedTurnIDs(t *testing.T) {
+	data, err := os.ReadFile("testdata/serve-session-messages.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []oc.MessageWithParts
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	m := newMapper("ses_x", fixedClock())
+	m.seedHistory(msgs)
+	if evs := m.startTurn(); len(evs) != 1 || evs[0].TurnID != "ses_x/t3" {
+		t.Fatalf("the first turn after a resume: %+v", evs)
+	}
+	m.closeTurn()
+	if evs := m.startTurn(); evs[0].TurnID != "ses_x/t4" {
+		t.Errorf("the second turn after a resume: %s", evs[0].TurnID)
+	}
+}
+
+// The parts of a prompt besides its text, shaped as OpenCode 1.18 stores
+// them: a file (its data: URL left out of the input) and an @agent mention
+// are tool_call items; a subtask is the turn's user message; the
+// synthetic text OpenCode adds for them is not the prompt. A file an
+// assistant message carries is a file item too.
+func TestMapPromptParts(t *testing.T) {
+	m := newMapper("ses_x", fixedClock())
+	m.roles["msg_u"], m.roles["msg_a"] = oc.RoleUser, oc.RoleAssistant
+	base := func(id, msg, typ string) oc.PartBase {
+		return oc.PartBase{ID: id, SessionID: "ses_x", MessageID: msg, Type: typ}
+	}
+	var evs []agent.Event
+	for _, p := range []oc.Part{
+		&oc.TextPart{PartBase: base("prt_1", "msg_u", oc.PartText), Text: "read @notes.txt"},
+		&oc.TextPart{PartBase: base("prt_2", "msg_u", oc.PartText), Text: "Called the Read tool with the following input: {}", Synthetic: true},
+		&oc.FilePart{PartBase: base("prt_3", "msg_u", oc.PartFile), Mime: "text/plain", Filename: "notes.txt", URL: "file:///ws/notes.txt",
+			Source: &oc.FilePartSource{Type: "file", Path: "/ws/notes.txt"}},
+		&oc.FilePart{PartBase: base("prt_4", "msg_u", oc.PartFile), Mime: "image/png", Filename: "shot.png", URL: "data:image/png;base64,iVBORw0KGgo="},
+		&oc.AgentPart{PartBase: base("prt_5", "msg_u", oc.PartAgent), Name: "general"},
+		&oc.SubtaskPart{PartBase: base("prt_6", "msg_u", oc.PartSubtask), Prompt: "check the tests", Description: "tests", Agent: "general"},
+		&oc.FilePart{PartBase: base("prt_7", "msg_a", oc.PartFile), Mime: "image/png", URL: "data:image/png;base64,AAAA"},
+	} {
+		raw, _ := json.Marshal(p)
+		evs = append(evs, m.partUpdated(p, raw)...)
+	}
+	wantShapes(t, "prompt parts", evs, `turn.started item.completed:user_message/completed item.completed:tool_call/completed
+		item.completed:tool_call/completed item.completed:tool_call/completed item.completed:user_message/completed item.completed:tool_call/completed`)
+	var got []string
+	for _, e := range evs[1:] {
+		if err := e.Validate(); err != nil {
+			t.Errorf("%s: %v", shape(e), err)
+		}
+		if e.Item.Tool != nil {
+			got = append(got, e.Item.Tool.Name+" "+string(e.Item.Tool.Input))
+		} else {
+			got = append(got, e.Item.Text)
+		}
+	}
+	want := []string{"read @notes.txt", `file {"filename":"notes.txt","mime":"text/plain","url":"file:///ws/notes.txt","path":"/ws/notes.txt"}`,
+		`file {"filename":"shot.png","mime":"image/png"}`, `agent {"name":"general"}`, "check the tests", `file {"mime":"image/png"}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("items\n got %q\nwant %q", got, want)
+	}
+	if again := m.partUpdated(&oc.AgentPart{PartBase: base("prt_5", "msg_u", oc.PartAgent), Name: "general"}, nil); len(again) != 0 {
+		t.Errorf("a part seen again: %s", shapes(again))
 	}
 }

@@ -435,7 +435,7 @@ func TestRealCLIResume(t *testing.T) {
 	env := newRealEnv(t, nil)
 	first := env.start(t, agent.StartRequest{})
 	first.prompt("SAY one")
-	first.turnEnd()
+	firstEnd := first.turnEnd()
 	native := first.s.NativeID()
 	if err := first.s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -456,6 +456,8 @@ func TestRealCLIResume(t *testing.T) {
 	second.prompt("SAY two")
 	if end := second.turnEnd(); end.Turn.Text != "two" {
 		t.Errorf("resumed turn %+v", end.Turn)
+	} else if firstEnd.TurnID != native+"/t1" || end.TurnID != native+"/t2" {
+		t.Errorf("turn ids %q, then %q after the resume; want them to go on counting", firstEnd.TurnID, end.TurnID)
 	}
 	if users := find(second.seen, agent.KindItemCompleted, agent.ItemUserMessage); len(users) != 1 || users[0].Item.Text != "SAY two" {
 		t.Errorf("the resumed session's events report %d prompts: %s", len(users), kinds(second.seen))
@@ -489,15 +491,7 @@ func TestRealCLIResume(t *testing.T) {
 // approved command wrote, as added, with its patch.
 func TestRealCLIDiff(t *testing.T) {
 	env := newRealEnv(t, nil)
-	// OpenCode tracks changes with snapshots of a git work tree; outside
-	// one its diff is always empty.
-	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "start"}} {
-		git := exec.Command("git", args...)
-		git.Dir = env.ws
-		if out, err := git.CombinedOutput(); err != nil {
-			t.Skipf("git %v: %v: %s", args, err, out)
-		}
-	}
+	gitWorkTree(t, env.ws)
 	r := env.start(t, agent.StartRequest{})
 	r.prompt("USE_SHELL printf 'hello\\n' > hello.txt")
 	req := r.until("approval.requested", kindIs(agent.KindApprovalRequested)).Approval
@@ -523,6 +517,57 @@ func TestRealCLIDiff(t *testing.T) {
 	if len(changes) != 1 || changes[0].Path != "hello.txt" || changes[0].Kind != agent.ChangeAdd || !strings.Contains(changes[0].Diff, "+hello") {
 		t.Errorf("Diff %+v; events %s", changes, kinds(r.seen))
 	}
+}
+
+// gitWorkTree makes dir a git work tree with one commit: OpenCode tracks
+// changes with snapshots of a git work tree; outside one its diff is always
+// empty and its steps have no patch parts.
+func gitWorkTree(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "start"}} {
+		git := exec.Command("git", args...)
+		git.Dir = dir
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Skipf("git %v: %v: %s", args, err, out)
+		}
+	}
+}
+
+// A file written with the write tool is one file_change (the tool's,
+// added), though the step's patch names the file too; a file a shell
+// command writes is a file_change from the patch alone.
+func TestRealCLIWriteIsOneFileChange(t *testing.T) {
+	env := newRealEnv(t, nil)
+	gitWorkTree(t, env.ws)
+	r := env.start(t, agent.StartRequest{})
+	path := filepath.Join(env.ws, "hello.txt")
+	r.prompt(`USE_TOOL write {"filePath":"` + path + `","content":"hello\n"}`)
+	from := len(r.seen)
+	r.turnAllowing()
+	changes := find(r.seen[from:], agent.KindItemCompleted, agent.ItemFileChange)
+	if len(changes) != 1 || len(changes[0].Item.Changes) != 1 || changes[0].Item.Changes[0].Path != path || changes[0].Item.Changes[0].Kind != agent.ChangeAdd {
+		t.Fatalf("a write's file changes: %v; events %s", changedPaths(changes), kinds(r.seen[from:]))
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "hello\n" {
+		t.Fatalf("hello.txt: %q, %v", b, err)
+	}
+
+	r.prompt("USE_SHELL printf 'bye\\n' > bye.txt")
+	from = len(r.seen)
+	r.turnAllowing()
+	changes = find(r.seen[from:], agent.KindItemCompleted, agent.ItemFileChange)
+	if len(changes) != 1 || len(changes[0].Item.Changes) != 1 || changes[0].Item.Changes[0].Path != filepath.Join(env.ws, "bye.txt") {
+		t.Errorf("a shell command's file changes: %v; events %s", changedPaths(changes), kinds(r.seen[from:]))
+	}
+}
+
+// changedPaths are the changes of file_change events, one list each.
+func changedPaths(evs []agent.Event) [][]agent.FileChange {
+	var out [][]agent.FileChange
+	for _, e := range evs {
+		out = append(out, e.Item.Changes)
+	}
+	return out
 }
 
 // cutStream drops the session's event stream as a network fault would.

@@ -52,6 +52,33 @@ var askPermissions = map[string]any{"bash": "ask", "edit": "ask"}
 // included.
 var noWebTools = map[string]any{"webfetch": "deny", "websearch": "deny"}
 
+// offlineEnv keeps OpenCode from reaching out at start: no external plugins
+// (OPENCODE_PURE), no models catalogue, update check, default plugins,
+// language server downloads or sharing. Each is a default: a value in
+// Config.Env (OPENCODE_PURE=0, say) wins.
+func offlineEnv() map[string]string {
+	return map[string]string{
+		"OPENCODE_PURE":                    "1",
+		"OPENCODE_DISABLE_MODELS_FETCH":    "1",
+		"OPENCODE_DISABLE_AUTOUPDATE":      "1",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD":    "1",
+		"OPENCODE_DISABLE_SHARE":           "1",
+	}
+}
+
+// homeNpmrc is npm's configuration for OpenCode's global config directory
+// in a session's home. OpenCode installs @opencode-ai/plugin into each
+// config directory from the npm registry in the background of every start,
+// OPENCODE_PURE or not; offline there, that install gives up at once
+// (OpenCode goes on without it), while the provider packages OpenCode
+// fetches into its cache still use the registry the operator's npm_config_*
+// name. npm_config_offline=false in Config.Env turns the install back on.
+const (
+	homeNpmrc        = ".config/opencode/.npmrc"
+	homeNpmrcContent = "offline=true\n"
+)
+
 // server is one running `opencode serve`.
 type server struct {
 	conn     transport.Conn
@@ -68,7 +95,7 @@ type server struct {
 // network, unless toolNetwork (the session asked, the runner allows).
 func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork bool) (*server, error) {
 	if req.Home != "" {
-		if err := agentproc.WriteHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {
+		if err := agentproc.WriteHomeFiles(req.Home, d.homeFiles()); err != nil {
 			if errors.Is(err, agentproc.ErrHomeFile) {
 				return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 			}
@@ -114,6 +141,21 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork
 		return nil, err
 	}
 	return srv, nil
+}
+
+// homeFiles are the files each session's home gets: Config.HomeFiles, and
+// the npm configuration that keeps OpenCode's start offline unless they
+// hold one of their own.
+func (d *Driver) homeFiles() map[string][]byte {
+	if _, own := d.cfg.HomeFiles[homeNpmrc]; own {
+		return d.cfg.HomeFiles
+	}
+	files := maps.Clone(d.cfg.HomeFiles)
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	files[homeNpmrc] = []byte(homeNpmrcContent)
+	return files
 }
 
 // listening reads the server's stdout until it says where it listens
@@ -182,9 +224,11 @@ func (s *server) close() {
 }
 
 // env is the server's environment: the configured one, with the server's
-// password, the permission rules that make it ask, when the session has a
-// home, HOME and OpenCode's XDG directories inside it, and with
-// noToolNetwork the sandbox's tool shell as its shell and no web tools.
+// password, the permission rules that make it ask, the switches that keep
+// it offline (offlineEnv) where the configured one does not set them, when
+// the session has a home, HOME and OpenCode's XDG directories inside it,
+// and with noToolNetwork the sandbox's tool shell as its shell and no web
+// tools.
 //
 // OpenCode runs every shell command (its bash tool's, a command template's
 // or the user's) with its config's shell, else $SHELL, and falls back to
@@ -199,6 +243,11 @@ func (d *Driver) env(home, password string, noToolNetwork bool) ([]string, error
 	set := map[string]string{
 		"OPENCODE_SERVER_PASSWORD": password,
 		"OPENCODE_SERVER_USERNAME": serverUser,
+	}
+	for k, v := range offlineEnv() {
+		if _, given := agentproc.LookupEnv(base, k); !given {
+			set[k] = v
+		}
 	}
 	rules := maps.Clone(askPermissions)
 	if noToolNetwork {

@@ -257,3 +257,31 @@ func TestTurnErrorStatus(t *testing.T) {
 		t.Errorf("kind %q", e.Kind())
 	}
 }
+
+// The question requests decode to their params: request_user_input as the
+// real app-server 0.169.0 sent it, and an MCP elicitation of the schema's
+// form mode.
+func TestDecodeQuestions(t *testing.T) {
+	msg, err := codexapp.Decode([]byte(`{"method":"item/tool/requestUserInput","id":0,"params":{"threadId":"th","turnId":"tu","itemId":"call_fake_1",` +
+		`"questions":[{"id":"db","header":"Database","question":"Which database?","isOther":true,"isSecret":false,"options":[{"label":"Postgres","description":"relational"},` +
+		`{"label":"SQLite","description":"a file"}]}],"isBlocking":false,"autoResolutionMs":null}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := msg.(*codexapp.Request).Payload.(*codexapp.ToolRequestUserInputParams)
+	if !ok || p.ItemID != "call_fake_1" || len(p.Questions) != 1 || !p.Questions[0].IsOther || len(p.Questions[0].Options) != 2 || p.Questions[0].Options[1].Label != "SQLite" {
+		t.Errorf("requestUserInput %+v", msg)
+	}
+	msg, err = codexapp.Decode([]byte(`{"id":"e1","method":"mcpServer/elicitation/request","params":{"serverName":"db","threadId":"th","turnId":null,"mode":"form",` +
+		`"message":"Pick","requestedSchema":{"type":"object","properties":{}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := msg.(*codexapp.Request).Payload.(*codexapp.McpElicitationParams)
+	if !ok || e.ServerName != "db" || e.TurnID != nil || e.Mode != codexapp.ElicitationForm || len(e.RequestedSchema) == 0 {
+		t.Errorf("elicitation %+v", msg)
+	}
+	if _, err := codexapp.Decode([]byte(`{"id":1,"method":"mcpServer/elicitation/request","params":{"threadId":"th"}}`)); !errors.Is(err, codexapp.ErrBadParams) {
+		t.Errorf("an elicitation without its server: %v", err)
+	}
+}

@@ -45,6 +45,10 @@ func newParams(method string) Params {
 		return new(CommandApprovalParams)
 	case MethodFileChangeApproval:
 		return new(FileChangeApprovalParams)
+	case MethodToolRequestUserInput:
+		return new(ToolRequestUserInputParams)
+	case MethodMcpElicitation:
+		return new(McpElicitationParams)
 	case MethodError:
 		return new(ErrorNotification)
 	case MethodThreadStarted:

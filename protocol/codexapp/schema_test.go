@@ -243,8 +243,10 @@ func TestMethodsInSchema(t *testing.T) {
 		}
 	}
 	for method, def := range map[string]string{
-		codexapp.MethodCommandApproval:    "CommandExecutionRequestApprovalParams",
-		codexapp.MethodFileChangeApproval: "FileChangeRequestApprovalParams",
+		codexapp.MethodCommandApproval:      "CommandExecutionRequestApprovalParams",
+		codexapp.MethodFileChangeApproval:   "FileChangeRequestApprovalParams",
+		codexapp.MethodToolRequestUserInput: "ToolRequestUserInputParams",
+		codexapp.MethodMcpElicitation:       "McpServerElicitationRequestParams",
 	} {
 		if got, ok := server[method]; !ok || got != def {
 			t.Errorf("server request %s: params %q, want %q", method, got, def)
@@ -338,6 +340,13 @@ func typesAndDefs() []typeDef {
 		{of(&codexapp.ServerRequestResolvedNotification{}), "ServerRequestResolvedNotification", false},
 		{of(&codexapp.CommandApprovalParams{}), "CommandExecutionRequestApprovalParams", false},
 		{of(&codexapp.FileChangeApprovalParams{}), "FileChangeRequestApprovalParams", false},
+		{of(&codexapp.ToolRequestUserInputParams{}), "ToolRequestUserInputParams", false},
+		{of(&codexapp.UserInputQuestion{}), "ToolRequestUserInputQuestion", false},
+		{of(&codexapp.UserInputOption{}), "ToolRequestUserInputOption", false},
+		{of(&codexapp.ToolRequestUserInputResponse{}), "ToolRequestUserInputResponse", true},
+		{of(&codexapp.UserInputAnswer{}), "ToolRequestUserInputAnswer", true},
+		{of(&codexapp.McpElicitationParams{}), "McpServerElicitationRequestParams", false},
+		{of(&codexapp.McpElicitationResponse{}), "McpServerElicitationRequestResponse", true},
 	}
 }
 
@@ -420,6 +429,26 @@ func TestEncodedRequestsValidate(t *testing.T) {
 			if err := b.validate(def, res); err != nil {
 				t.Errorf("%s %s: %v", def, d, err)
 			}
+		}
+	}
+	for _, answer := range []any{
+		codexapp.ToolRequestUserInputResponse{Answers: map[string]codexapp.UserInputAnswer{"db": {Answers: []string{"Postgres"}}, "other": {Answers: []string{}}}},
+		codexapp.ToolRequestUserInputResponse{Answers: map[string]codexapp.UserInputAnswer{}},
+	} {
+		res, _ := json.Marshal(answer)
+		if err := b.validate("ToolRequestUserInputResponse", res); err != nil {
+			t.Errorf("%s: %v", res, err)
+		}
+	}
+	for _, answer := range []codexapp.McpElicitationResponse{
+		{Action: codexapp.ElicitationAccept, Content: map[string]any{"db": "pg", "ok": true}},
+		{Action: codexapp.ElicitationAccept},
+		{Action: codexapp.ElicitationDecline},
+		{Action: codexapp.ElicitationCancel},
+	} {
+		res, _ := json.Marshal(answer)
+		if err := b.validate("McpServerElicitationRequestResponse", res); err != nil {
+			t.Errorf("%s: %v", res, err)
 		}
 	}
 	// A request that breaks the schema is caught: the check can fail.
