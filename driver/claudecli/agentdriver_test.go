@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,7 +118,9 @@ func TestCanonicalApprovalsAndTurnRules(t *testing.T) {
 }
 
 // Closing a session whose approval waits ends the wait, the CLI and every
-// goroutine (goleak checks at the end of the package).
+// goroutine (goleak checks at the end of the package). The turn is
+// interrupted first, so the CLI stops where it stands: closed at once, it
+// answers its own permission request and finishes the turn.
 func TestCanonicalCloseWithPendingApproval(t *testing.T) {
 	d, dir := mockDriver(t, "demo")
 	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir})
@@ -131,6 +134,19 @@ func TestCanonicalCloseWithPendingApproval(t *testing.T) {
 	waitFor(t, ch, agent.KindApprovalRequested)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	var after []agent.Event
+	for e := range ch {
+		after = append(after, e)
+	}
+	end := slices.IndexFunc(after, func(e agent.Event) bool { return e.Kind == agent.KindTurnCompleted })
+	if end < 0 || after[end].Turn.Status != agent.TurnInterrupted || after[end].Error != nil {
+		t.Fatalf("after the close: %+v", after)
+	}
+	for _, e := range after {
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemMessage && strings.Contains(e.Item.Text, "couldn't write") {
+			t.Errorf("the CLI went on after the close: %q", e.Item.Text)
+		}
 	}
 	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "after"}); err == nil {
 		t.Fatal("a closed session took a prompt")
