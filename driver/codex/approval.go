@@ -17,6 +17,7 @@ type approval struct {
 	id     string
 	req    codexapp.ID
 	method string
+	item   string // the item it is about
 	// sessionScope says Codex offers acceptForSession for it.
 	sessionScope bool
 	first        *agent.Resolution
@@ -62,6 +63,7 @@ func (a *approvals) request(req *codexapp.Request, m *mapper, now time.Time) age
 			title = "Edit: " + strings.Join(paths, ", ")
 		}
 	}
+	ap.item = item
 	if ap.id == "" {
 		ap.id = item
 	}
@@ -139,6 +141,7 @@ func (a *approvals) clear(cause agent.Cause, m *mapper, now time.Time) []agent.E
 			a.forget(ap)
 			continue
 		}
+		m.decline(ap.item)
 		out = append(out, resolvedEvent(m, *ap.first, nil))
 	}
 	return out
