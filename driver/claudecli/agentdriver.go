@@ -34,7 +34,7 @@ var _ agent.Driver = (*Canonical)(nil)
 func (d *Canonical) Name() string { return "claude" }
 
 func (d *Canonical) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Questions: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+	return agent.Capabilities{Resume: true, Fork: true, Questions: true, EditInput: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
 }
 
 // Start connects to the CLI; the session's events begin with

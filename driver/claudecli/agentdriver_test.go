@@ -2,8 +2,10 @@ package claudecli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -207,5 +209,38 @@ func TestCanonicalJunkLines(t *testing.T) {
 	}
 	if !slices.Contains(reported, `"mock: this line is not JSON"`) || !slices.Contains(reported, "null") {
 		t.Fatalf("reported %q", reported)
+	}
+}
+
+// An allow with an edited input runs the call with it: the CLI writes
+// what the person changed the Write to, not what the model asked.
+func TestCanonicalEditedInput(t *testing.T) {
+	d, dir := mockDriver(t, "demo")
+	if !d.Capabilities().EditInput {
+		t.Fatal("Claude Code takes edited input; its capabilities do not say so")
+	}
+	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ch := events(t, s)
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	asked := waitFor(t, ch, agent.KindApprovalRequested)
+	edited := filepath.Join(dir, "edited.txt")
+	input, _ := json.Marshal(map[string]string{"file_path": edited, "content": "edited by a person\n"})
+	if err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Allow, Input: input}); err != nil {
+		t.Fatal(err)
+	}
+	if end := waitFor(t, ch, agent.KindTurnCompleted); end.Turn.Status != agent.TurnCompleted {
+		t.Fatalf("turn %+v", end.Turn)
+	}
+	if got, err := os.ReadFile(edited); err != nil || string(got) != "edited by a person\n" {
+		t.Errorf("edited.txt = %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hello.txt")); err == nil {
+		t.Error("the call ran with the input the model asked")
 	}
 }
