@@ -80,7 +80,11 @@ func startIn(t *testing.T, dir string, d agent.Driver, configure func(*shim.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := shim.Config{Sessions: m, Agent: d.Name(), WorkspaceID: "project", StateFile: filepath.Join(dir, "shim-runs.json")}
+	wsDir, err := ws.Path("project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := shim.Config{Sessions: m, Agent: d.Name(), WorkspaceID: "project", Workspace: wsDir, StateFile: filepath.Join(dir, "shim-runs.json")}
 	if d.Name() == "mock" { // as tether shim assembles it
 		cfg.ResumeOptions = mock.ResumeOptions
 	}
@@ -106,7 +110,7 @@ func startIn(t *testing.T, dir string, d agent.Driver, configure func(*shim.Conf
 		_ = store.Close()
 	}
 	t.Cleanup(func() { h.Stop() })
-	h.dir, _ = ws.Path("project")
+	h.dir = wsDir
 	h.Client = &shimclient.Client{T: t, Base: srv.URL, AgentID: agentID}
 	return h
 }

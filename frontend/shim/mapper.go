@@ -73,6 +73,7 @@ func newMapper(agentID, workstream, runID string) *mapper {
 type artifactEvent struct {
 	event    Event
 	mimeType string
+	path     string // the file, as the agent named it
 }
 
 // mapped is what one canonical event becomes.
@@ -277,7 +278,7 @@ func (m *mapper) artifact(at time.Time, itemID, p string) artifactEvent {
 	if mime != "" {
 		ev["mimeType"] = mime
 	}
-	return artifactEvent{event: ev, mimeType: mime}
+	return artifactEvent{event: ev, mimeType: mime, path: p}
 }
 
 func (m *mapper) decision(a *agent.Approval) Event {

@@ -195,10 +195,8 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 			break
 		}
 		id := m.events[i]["artifactId"].(string)
-		if uri, err := upload(ctx, r.s.cfg.HTTPClient, r.s.cfg.Bootstrap, r.brief.AgentID, id, a.mimeType); err == nil {
+		if uri, ok := r.upload(ctx, id, a); ok {
 			uris[id] = uri
-		} else {
-			r.s.log.Warn("artifact not uploaded; its path is kept", "artifact", id, "err", err)
 		}
 	}
 	var change func(*runRecord)
@@ -228,6 +226,25 @@ func (r *run) turnOver(seq int64) {
 		close(r.turnEnded)
 		r.turnEnded = nil
 	}
+}
+
+// upload posts artifact id to the backend, with the file's content as it
+// is now, and returns its backend uri.
+func (r *run) upload(ctx context.Context, id string, a artifactEvent) (string, bool) {
+	content, ok, why := artifactContent(r.s.cfg.Workspace, a.path)
+	if !ok {
+		r.s.log.Warn("artifact uploaded without its content", "artifact", id, "path", a.path, "why", why)
+	}
+	uri, withContent, err := upload(ctx, r.s.cfg.HTTPClient, r.s.cfg.Bootstrap,
+		artifactUpload{agentID: r.brief.AgentID, artifactID: id, mimeType: a.mimeType, content: content})
+	if err != nil {
+		r.s.log.Warn("artifact not uploaded; its path is kept", "artifact", id, "err", err)
+		return "", false
+	}
+	if ok && !withContent {
+		r.s.log.Warn("artifact uploaded without its content: the backend refused it as too large", "artifact", id, "bytes", len(content))
+	}
+	return uri, true
 }
 
 // requested notes an open decision asked at canonical seq, and its
