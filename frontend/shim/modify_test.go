@@ -12,7 +12,8 @@ import (
 
 // A modify's modifiedArgs is what the call runs with where the agent takes
 // edited input (Claude Code): the Write writes what the backend changed it
-// to, laid over the model's input, and not what the model asked.
+// to, laid over the model's input, and not what the model asked, and the
+// completed tool_call carries the input that ran.
 func TestModifyRunsTheModifiedCall(t *testing.T) {
 	h := start(t, newMockClaude(), nil)
 	events := h.Events("")
@@ -35,6 +36,14 @@ func TestModifyRunsTheModifiedCall(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.dir, "hello.txt")); err == nil {
 		t.Error("the call ran with the arguments the model asked")
+	}
+	// The tool_call tells what ran: the modified arguments.
+	i := slices.IndexFunc(done, func(e shimclient.Envelope) bool { return e.Type() == "tool_call" && e.Str("phase") == "completed" })
+	if i < 0 {
+		t.Fatalf("no completed call: %v", describe(done))
+	}
+	if in, _ := done[i].Event["input"].(map[string]any); in["file_path"] != edited || in["content"] != asked["content"] {
+		t.Errorf("the completed call's input %v is not what ran", in)
 	}
 }
 
