@@ -82,6 +82,10 @@ type Resolution struct {
 	Reason string `json:"reason,omitempty"`
 	// Answers are the chosen option ids of a question.
 	Answers []string `json:"answers,omitempty"`
+	// Input, with an allow, is the tool input the call runs with in
+	// place of the one asked (a person's edit of Approval.Input): a JSON
+	// object. Only agents with Capabilities.EditInput take it.
+	Input json.RawMessage `json:"input,omitempty"`
 	// By names who resolved it (a token's name, a user), for the audit.
 	By    string    `json:"by,omitempty"`
 	Cause Cause     `json:"cause"`

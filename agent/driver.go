@@ -22,6 +22,8 @@ type Capabilities struct {
 	Native bool `json:"native,omitempty"`
 	// Scopes are the approval scopes an allow may take.
 	Scopes []Scope `json:"scopes,omitempty"`
+	// EditInput: an allow may change the call's input (Resolution.Input).
+	EditInput bool `json:"edit_input,omitempty"`
 }
 
 // Driver starts sessions of one agent kind.

@@ -32,7 +32,7 @@ import (
 // a resume through the agent's native resume (the model is sent the
 // first run's conversation again), kill and respawn (with Claude Code's
 // Write and Codex's patch, the written file an artifact uploaded to the
-// backend first), and bad bodies. A
+// backend first, with its content), and bad bodies. A
 // client written from the backend's contract validates every event.
 func TestRealCLIClaudeShim(t *testing.T)   { shimJourney(t, "claude") }
 func TestRealCLICodexShim(t *testing.T)    { shimJourney(t, "codex") }
@@ -264,14 +264,16 @@ func shimJourney(t *testing.T, kind string) {
 			!slices.Contains(produced, any(a.Str("artifactId"))) {
 			t.Errorf("artifact %s, produced %v", mustJSON(a.Event), produced)
 		}
-		backend.mu.Lock()
-		if len(backend.posted) != 1 || backend.posted[0]["artifactId"] != a.Str("artifactId") {
-			t.Errorf("uploads %v", backend.posted)
-		}
-		backend.mu.Unlock()
-		if _, err := os.Stat(filepath.Join(workspace, "notes.md")); err != nil {
+		written, err := os.ReadFile(filepath.Join(workspace, "notes.md"))
+		if err != nil {
 			t.Errorf("the written file: %v", err)
 		}
+		backend.mu.Lock()
+		if len(backend.posted) != 1 || backend.posted[0]["artifactId"] != a.Str("artifactId") ||
+			backend.posted[0]["content"] == "" || backend.posted[0]["content"] != string(written) {
+			t.Errorf("uploads %v; the file holds %q", backend.posted, written)
+		}
+		backend.mu.Unlock()
 	}
 	// Bad bodies get a detail, and the shim stays healthy.
 	c.Must(422, "POST", "/spawn", `{"agentId":`, nil)

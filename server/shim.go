@@ -124,7 +124,7 @@ func RunShim(ctx context.Context, cfg ShimConfig) (err error) {
 		return err
 	}
 	defer core.close()
-	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir),
+	shimCfg := shim.Config{Sessions: core.sessions, Agent: cfg.Agent, WorkspaceID: filepath.Base(wsDir), Workspace: wsDir,
 		ResumeOptions: kind.ResumeOptions, CheckpointSDK: kind.CheckpointSDK,
 		Bootstrap: boot, Logger: log, Usage: newShimUsage(wsDir).report, Token: token, TokenSource: tokenSource, ListenHost: host,
 		StateFile: filepath.Join(dataDir, "shim-runs.json")}

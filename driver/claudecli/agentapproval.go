@@ -2,6 +2,8 @@ package claudecli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/tetherhq/tether/agent"
@@ -55,11 +57,32 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 		}
 		return claude.Allow{UpdatedInput: in}, nil
 	}
+	if len(r.Input) > 0 {
+		in, err := s.editedInput(req.ToolName, r.Input)
+		if err != nil {
+			return claude.Deny{Message: "tether: " + err.Error()}, nil
+		}
+		allow.UpdatedInput = in
+	}
 	if r.Scope == agent.ScopeSession {
 		allow.UpdatedPermissions = []claude.PermissionUpdate{{Type: "addRules", Behavior: "allow",
 			Destination: "session", Rules: []claude.PermissionRule{{ToolName: req.ToolName}}}}
 	}
 	return allow, nil
+}
+
+// editedInput is the input a call of tool runs with when an allow edited
+// it: in a sandbox, a Bash command is wrapped as the sandbox's hook wraps
+// the model's (that hook ran before the question, on the input asked).
+func (s *canonicalSession) editedInput(tool string, in json.RawMessage) (json.RawMessage, error) {
+	if s.rewrite == nil || tool != "Bash" {
+		return in, nil
+	}
+	wrapped := s.rewrite.rewrite(in)
+	if wrapped == nil {
+		return nil, errors.New("the edited Bash input has no command")
+	}
+	return wrapped, nil
 }
 
 func withID(r agent.Resolution, id string) agent.Resolution {

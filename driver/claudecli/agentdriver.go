@@ -34,7 +34,7 @@ var _ agent.Driver = (*Canonical)(nil)
 func (d *Canonical) Name() string { return "claude" }
 
 func (d *Canonical) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Questions: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+	return agent.Capabilities{Resume: true, Fork: true, Questions: true, EditInput: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
 }
 
 // Start connects to the CLI; the session's events begin with
@@ -169,6 +169,11 @@ type canonicalSession struct {
 	kept    history      // the completed items
 	past    []agent.Item // a resumed conversation's, from the CLI's store
 	ended   bool
+	// closing: the host closes the session (a turn it ends is
+	// interrupted, not failed); turnOver, when set, is closed at the
+	// running turn's end.
+	closing  bool
+	turnOver chan struct{}
 
 	out       *outbox.Outbox
 	closeOnce sync.Once
@@ -209,6 +214,7 @@ func (s *canonicalSession) read() {
 			events = s.relayedCancel(m)
 		case *claude.ResultMessage:
 			s.turn = false
+			s.turnOverLocked()
 			events = s.mapper.line(msg)
 		default:
 			events = s.mapper.line(msg)
@@ -239,16 +245,18 @@ func (s *canonicalSession) record(events []agent.Event) {
 func (s *canonicalSession) end(failure error) {
 	s.mu.Lock()
 	s.ended = true
+	s.turnOverLocked()
 	info := &agent.SessionInfo{Agent: "claude", NativeID: s.link.sessionID(), Reason: "closed"}
 	var why *agent.Error
 	if failure != nil && !errors.Is(failure, context.Canceled) {
 		info.Reason = "exited"
 		why = &agent.Error{Code: agent.ErrorAgentExit, Message: failure.Error()}
 	}
-	if why == nil {
-		why = &agent.Error{Code: agent.ErrorAgentExit, Message: "the session ended during the turn"}
+	turnWhy := why // nil: the host closed the session, and so interrupted its turn
+	if why == nil && !s.closing {
+		turnWhy = &agent.Error{Code: agent.ErrorAgentExit, Message: "the session ended during the turn"}
 	}
-	events := s.mapper.abort(why)
+	events := s.mapper.abort(turnWhy)
 	e := s.mapper.event(agent.KindSessionEnded, nil)
 	e.TurnID = ""
 	e.Session = info
@@ -326,10 +334,21 @@ func (s *canonicalSession) Diff(context.Context) ([]agent.FileChange, error) {
 	return nil, &agent.UnsupportedError{Agent: "claude", Capability: "diff"}
 }
 
-// Close ends the CLI and the reader, and waits for both.
+// closeInterruptWait bounds how long Close waits for an interrupted
+// turn's end before it closes the CLI anyway.
+const closeInterruptWait = 2 * time.Second
+
+// Close ends the CLI and the reader, and waits for both. A running turn is
+// interrupted first: a CLI whose input just closes answers its pending
+// permission request itself, and goes on with the turn (it calls the model
+// again) before it exits.
 func (s *canonicalSession) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		s.interruptTurn()
 		s.mu.Lock()
 		for id := range s.pending { // a waiting callback gives up: the CLI is going
 			_ = s.settleLocked(id, agent.Resolution{Decision: agent.Deny, Reason: "the session closed", Cause: agent.CauseTurnEnded})
@@ -340,6 +359,37 @@ func (s *canonicalSession) Close() error {
 		s.wg.Wait()
 	})
 	return err
+}
+
+// interruptTurn interrupts the running turn, if any, and waits (up to
+// closeInterruptWait) for its end.
+func (s *canonicalSession) interruptTurn() {
+	s.mu.Lock()
+	if !s.turn || s.ended {
+		s.mu.Unlock()
+		return
+	}
+	over := make(chan struct{})
+	s.turnOver = over
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), closeInterruptWait)
+	defer cancel()
+	if s.link.interrupt(ctx) != nil {
+		return // the CLI is gone or does not answer: closing it ends the turn
+	}
+	select {
+	case <-over:
+	case <-ctx.Done():
+	}
+}
+
+// turnOverLocked tells a waiting Close that the turn ended; call with mu
+// held.
+func (s *canonicalSession) turnOverLocked() {
+	if s.turnOver != nil {
+		close(s.turnOver)
+		s.turnOver = nil
+	}
 }
 
 // unwrapped is msg with the sandbox's wrapping of Bash commands replaced

@@ -2,9 +2,12 @@ package claudecli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,7 +120,9 @@ func TestCanonicalApprovalsAndTurnRules(t *testing.T) {
 }
 
 // Closing a session whose approval waits ends the wait, the CLI and every
-// goroutine (goleak checks at the end of the package).
+// goroutine (goleak checks at the end of the package). The turn is
+// interrupted first, so the CLI stops where it stands: closed at once, it
+// answers its own permission request and finishes the turn.
 func TestCanonicalCloseWithPendingApproval(t *testing.T) {
 	d, dir := mockDriver(t, "demo")
 	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir})
@@ -131,6 +136,19 @@ func TestCanonicalCloseWithPendingApproval(t *testing.T) {
 	waitFor(t, ch, agent.KindApprovalRequested)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	var after []agent.Event
+	for e := range ch {
+		after = append(after, e)
+	}
+	end := slices.IndexFunc(after, func(e agent.Event) bool { return e.Kind == agent.KindTurnCompleted })
+	if end < 0 || after[end].Turn.Status != agent.TurnInterrupted || after[end].Error != nil {
+		t.Fatalf("after the close: %+v", after)
+	}
+	for _, e := range after {
+		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemMessage && strings.Contains(e.Item.Text, "couldn't write") {
+			t.Errorf("the CLI went on after the close: %q", e.Item.Text)
+		}
 	}
 	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "after"}); err == nil {
 		t.Fatal("a closed session took a prompt")
@@ -191,5 +209,38 @@ func TestCanonicalJunkLines(t *testing.T) {
 	}
 	if !slices.Contains(reported, `"mock: this line is not JSON"`) || !slices.Contains(reported, "null") {
 		t.Fatalf("reported %q", reported)
+	}
+}
+
+// An allow with an edited input runs the call with it: the CLI writes
+// what the person changed the Write to, not what the model asked.
+func TestCanonicalEditedInput(t *testing.T) {
+	d, dir := mockDriver(t, "demo")
+	if !d.Capabilities().EditInput {
+		t.Fatal("Claude Code takes edited input; its capabilities do not say so")
+	}
+	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ch := events(t, s)
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	asked := waitFor(t, ch, agent.KindApprovalRequested)
+	edited := filepath.Join(dir, "edited.txt")
+	input, _ := json.Marshal(map[string]string{"file_path": edited, "content": "edited by a person\n"})
+	if err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Allow, Input: input}); err != nil {
+		t.Fatal(err)
+	}
+	if end := waitFor(t, ch, agent.KindTurnCompleted); end.Turn.Status != agent.TurnCompleted {
+		t.Fatalf("turn %+v", end.Turn)
+	}
+	if got, err := os.ReadFile(edited); err != nil || string(got) != "edited by a person\n" {
+		t.Errorf("edited.txt = %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hello.txt")); err == nil {
+		t.Error("the call ran with the input the model asked")
 	}
 }

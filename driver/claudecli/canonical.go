@@ -351,7 +351,8 @@ func (m *canonicalMapper) result(msg *cc.ResultMessage) []agent.Event {
 }
 
 // abort ends a turn the agent can no longer finish (its process died):
-// open items fail, and the turn fails with why.
+// open items fail, and the turn fails with why; with no why (the host
+// closed the session) the turn is interrupted.
 func (m *canonicalMapper) abort(why *agent.Error) []agent.Event {
 	if m.turn == "" {
 		return nil
@@ -364,6 +365,9 @@ func (m *canonicalMapper) abort(why *agent.Error) []agent.Event {
 	}
 	end := m.event(agent.KindTurnCompleted, nil)
 	end.Turn, end.Error = &agent.TurnInfo{Status: agent.TurnFailed}, why
+	if why == nil {
+		end.Turn.Status = agent.TurnInterrupted
+	}
 	m.turn = ""
 	return append(out, end)
 }

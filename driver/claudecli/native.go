@@ -223,6 +223,12 @@ func (s *canonicalSession) relayedAnswer(id string, p *pendingApproval) ([]byte,
 				return nil, err
 			}
 		}
+		if len(r.Input) > 0 && p.question == nil {
+			var err error
+			if input, err = s.editedInput(p.tool, r.Input); err != nil {
+				return nil, err
+			}
+		}
 		if len(input) == 0 {
 			input = json.RawMessage("{}")
 		}

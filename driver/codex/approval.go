@@ -17,6 +17,7 @@ type approval struct {
 	id     string
 	req    codexapp.ID
 	method string
+	item   string // the item it is about
 	// sessionScope says Codex takes acceptForSession for it.
 	sessionScope bool
 	first        *agent.Resolution
@@ -80,6 +81,7 @@ func (a *approvals) request(req *codexapp.Request, m *mapper, now time.Time) age
 			title = "Edit: " + strings.Join(paths, ", ")
 		}
 	}
+	ap.item = item
 	if ap.id == "" {
 		ap.id = item
 	}
@@ -167,6 +169,7 @@ func (a *approvals) clear(cause agent.Cause, m *mapper, now time.Time) []agent.E
 			a.forget(ap)
 			continue
 		}
+		m.decline(ap.item)
 		out = append(out, resolvedEvent(m, *ap.first, nil))
 	}
 	return out

@@ -32,10 +32,20 @@ type mapper struct {
 	// limited turns an interrupted end into a failed one {turn_limit}: the
 	// driver interrupted the turn because it ran too long.
 	limited bool
+	// declined are the open items whose approval the turn's end denied:
+	// they complete declined (they never ran), not failed.
+	declined map[string]bool
 }
 
 func newMapper(now func() time.Time) *mapper {
-	return &mapper{now: now, open: map[string]*agent.Item{}}
+	return &mapper{now: now, open: map[string]*agent.Item{}, declined: map[string]bool{}}
+}
+
+// decline notes that item's approval was denied by the turn's end.
+func (m *mapper) decline(item string) {
+	if _, open := m.open[item]; open {
+		m.declined[item] = true
+	}
 }
 
 func (m *mapper) event(k agent.Kind, raw []byte) agent.Event {
@@ -127,7 +137,8 @@ func (m *mapper) turnCompleted(p *codexapp.TurnNotification, raw []byte) []agent
 	return append(out, end)
 }
 
-// closeOpen completes every open item as failed: its turn ended first.
+// closeOpen completes every open item as failed (declined when it waited
+// for an approval the turn's end denied): its turn ended first.
 func (m *mapper) closeOpen() []agent.Event {
 	var out []agent.Event
 	for _, id := range m.order {
@@ -136,15 +147,20 @@ func (m *mapper) closeOpen() []agent.Event {
 			continue
 		}
 		it.Status = agent.ItemFailed
+		if m.declined[id] {
+			it.Status = agent.ItemDeclined
+		}
 		out = append(out, m.itemEvent(agent.KindItemCompleted, *it, nil))
 	}
 	clear(m.open)
+	clear(m.declined)
 	m.order = m.order[:0]
 	return out
 }
 
 // abort ends a running turn the agent will not end: open items fail and the
-// turn fails with why.
+// turn fails with why; with no why (the host closed the session) the turn
+// is interrupted.
 func (m *mapper) abort(why *agent.Error) []agent.Event {
 	if m.turn == "" {
 		return nil
@@ -152,6 +168,9 @@ func (m *mapper) abort(why *agent.Error) []agent.Event {
 	out := m.closeOpen()
 	end := m.event(agent.KindTurnCompleted, nil)
 	end.Turn, end.Error = &agent.TurnInfo{Status: agent.TurnFailed}, why
+	if why == nil {
+		end.Turn.Status = agent.TurnInterrupted
+	}
 	m.turn = ""
 	return append(out, end)
 }

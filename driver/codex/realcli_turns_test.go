@@ -151,8 +151,10 @@ func TestRealCLIKilled(t *testing.T) {
 	}
 }
 
-// Close with an approval pending resolves it (turn_ended), fails the turn
-// and ends the session {closed}; a later resolution learns the first.
+// Close with an approval pending resolves it (turn_ended), interrupts the
+// turn (the host ended it; it did not fail), completes the command that
+// waited for it declined (it never ran) and ends the session {closed}; a
+// later resolution learns the first.
 func TestRealCLICloseWithPendingApproval(t *testing.T) {
 	r := newRig(t, fakeopenai.Options{}, nil)
 	s, w := r.start(agentStart())
@@ -168,9 +170,10 @@ func TestRealCLICloseWithPendingApproval(t *testing.T) {
 		t.Errorf("approval.resolved %+v", res.Resolution)
 	}
 	end, _ := w.turnEnd(0)
-	if end.Turn.Status != agent.TurnFailed {
-		t.Errorf("turn.completed %+v", end.Turn)
+	if end.Turn.Status != agent.TurnInterrupted || end.Error != nil {
+		t.Errorf("turn.completed %+v %+v", end.Turn, end.Error)
 	}
+	waitedDeclined(t, w, req.Approval.ItemID)
 	ended, _ := w.kind(0, agent.KindSessionEnded)
 	if ended.Session.Reason != "closed" {
 		t.Errorf("session.ended %+v", ended.Session)
@@ -182,7 +185,8 @@ func TestRealCLICloseWithPendingApproval(t *testing.T) {
 	}
 }
 
-// An interrupt clears a pending approval: approval.resolved {interrupted}.
+// An interrupt clears a pending approval: approval.resolved {interrupted},
+// and the command that waited for it completes declined (it never ran).
 func TestRealCLIInterruptPendingApproval(t *testing.T) {
 	r := newRig(t, fakeopenai.Options{}, nil)
 	s, w := r.start(agentStart())
@@ -200,6 +204,17 @@ func TestRealCLIInterruptPendingApproval(t *testing.T) {
 	end, _ := w.turnEnd(0)
 	if end.Turn.Status != agent.TurnInterrupted {
 		t.Errorf("turn.completed %+v\n%s", end.Turn, w.dump())
+	}
+	waitedDeclined(t, w, req.Approval.ItemID)
+}
+
+// waitedDeclined checks that item, which waited for an approval the turn's
+// end denied, completed declined.
+func waitedDeclined(t *testing.T, w *watch, item string) {
+	t.Helper()
+	done, _ := w.until(0, func(e agent.Event) bool { return e.Kind == agent.KindItemCompleted && e.Item.ID == item })
+	if done.Item.Status != agent.ItemDeclined {
+		t.Errorf("the command that waited completed %s:\n%s", done.Item.Status, w.dump())
 	}
 }
 

@@ -269,12 +269,9 @@ func (s *session) end(failure error) {
 		}
 		why = &agent.Error{Code: agent.ErrorAgentExit, Message: msg}
 	}
-	turnWhy := why
-	if turnWhy == nil {
-		turnWhy = &agent.Error{Code: agent.ErrorAgentExit, Message: "the session closed during the turn"}
-	}
+	// A turn the host's close ends is interrupted (why is nil), not failed.
 	events := s.approvals.clear(agent.CauseTurnEnded, s.m, s.now())
-	events = append(events, s.m.abort(turnWhy)...)
+	events = append(events, s.m.abort(why)...)
 	e := s.m.event(agent.KindSessionEnded, nil)
 	e.TurnID, e.Session, e.Error = "", info, why
 	s.out.Add(append(events, e)...)

@@ -331,18 +331,29 @@ func (m *mapper) endTurn(raw []byte) []agent.Event {
 }
 
 // abort ends a running turn that cannot end by itself (the agent's process
-// is gone, or the session closes): open items fail and the turn fails with
-// why.
+// is gone, or the session closes): open items fail (those that waited for
+// an approval the end denied are declined: they never ran) and the turn
+// fails with why; with no why (the host closed the session) the turn is
+// interrupted.
 func (m *mapper) abort(why *agent.Error) []agent.Event {
-	if !m.running() {
-		return m.clearApprovals(agent.CauseTurnEnded, why.Message)
+	reason, status := "the session closed", agent.TurnInterrupted
+	if why != nil {
+		reason, status = why.Message, agent.TurnFailed
 	}
-	events := m.clearApprovals(agent.CauseTurnEnded, why.Message)
+	events := m.clearApprovals(agent.CauseTurnEnded, reason)
+	if !m.running() {
+		return events
+	}
 	for len(m.open) > 0 {
-		events = append(events, m.finish(m.parts[m.open[0]], agent.ItemFailed, nil)...)
+		part := m.open[0]
+		done := agent.ItemFailed
+		if m.deniedPart(part) {
+			done = agent.ItemDeclined
+		}
+		events = append(events, m.finish(m.parts[part], done, nil)...)
 	}
 	e := m.event(agent.KindTurnCompleted, nil)
-	e.Turn = &agent.TurnInfo{Status: agent.TurnFailed, DurationMS: m.now().Sub(m.turnStart).Milliseconds()}
+	e.Turn = &agent.TurnInfo{Status: status, DurationMS: m.now().Sub(m.turnStart).Milliseconds()}
 	e.Error = why
 	m.closeTurn()
 	return append(events, e)

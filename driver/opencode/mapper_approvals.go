@@ -62,6 +62,16 @@ func (m *mapper) denyCall(st *approvalState) {
 	}
 }
 
+// deniedPart says whether the tool call of part was refused.
+func (m *mapper) deniedPart(part string) bool {
+	for call, p := range m.calls {
+		if p == part && m.denied[call] {
+			return true
+		}
+	}
+	return false
+}
+
 // permissionReplied is the agent's word that a request was answered: by
 // this driver (already reported), or by another client of the server.
 func (m *mapper) permissionReplied(p *oc.PermissionReplied, raw []byte) []agent.Event {

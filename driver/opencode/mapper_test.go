@@ -297,8 +297,9 @@ func TestMapReasoning(t *testing.T) {
 	}
 }
 
-// What the driver itself reports: a dead server fails the open items, the
-// turn and the pending approval; a late session.idle does not end the next
+// What the driver itself reports: a dead server denies the pending
+// approval, declines the call that waited for it (it never ran) and fails
+// the turn; the host's close interrupts it instead; a late session.idle does not end the next
 // turn; a command bash killed (no exit code) failed; data that is not an
 // event is kept raw.
 func TestMapDriverEvents(t *testing.T) {
@@ -311,7 +312,11 @@ func TestMapDriverEvents(t *testing.T) {
 		Tool: &oc.PermissionTool{MessageID: "msg_1", CallID: "call_1"}}, []byte(`{}`))...)
 	all = append(all, m.abort(&agent.Error{Code: agent.ErrorAgentExit, Message: "gone"})...)
 	all = append(all, m.ended("exited", &agent.Error{Code: agent.ErrorAgentExit, Message: "gone"}))
-	wantShapes(t, "dead", all, `turn.started item.started:command/in_progress approval.requested approval.resolved:deny item.completed:command/failed turn.completed:failed session.ended`)
+	wantShapes(t, "dead", all, `turn.started item.started:command/in_progress approval.requested approval.resolved:deny item.completed:command/declined turn.completed:failed session.ended`)
+	closed := newMapper("ses_x", fixedClock())
+	shut := append(closed.startTurn(), closed.partUpdated(tool, []byte(`{}`))...)
+	shut = append(shut, closed.abort(nil)...)
+	wantShapes(t, "closed", shut, `turn.started item.started:command/in_progress item.completed:command/failed turn.completed:interrupted`)
 	for _, e := range all {
 		if err := e.Validate(); err != nil {
 			t.Errorf("%s: %v", shape(e), err)

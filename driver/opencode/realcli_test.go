@@ -400,7 +400,9 @@ func TestRealCLIKilled(t *testing.T) {
 }
 
 // Close with an approval pending: the approval is resolved as the turn's
-// end, the turn fails, the session ends closed, nothing is left running.
+// end, the command that waited for it completes declined (it never ran),
+// the turn is interrupted (the host ended it; it did not fail), the
+// session ends closed, nothing is left running.
 func TestRealCLICloseWithPendingApproval(t *testing.T) {
 	env := newRealEnv(t, nil)
 	r := env.start(t, agent.StartRequest{})
@@ -420,8 +422,14 @@ func TestRealCLICloseWithPendingApproval(t *testing.T) {
 		t.Errorf("resolution %+v", resolved)
 	}
 	n := len(r.seen)
-	if r.seen[n-2].Kind != agent.KindTurnCompleted || r.seen[n-2].Turn.Status != agent.TurnFailed || r.seen[n-1].Kind != agent.KindSessionEnded || r.seen[n-1].Session.Reason != "closed" {
+	if r.seen[n-2].Kind != agent.KindTurnCompleted || r.seen[n-2].Turn.Status != agent.TurnInterrupted || r.seen[n-2].Error != nil ||
+		r.seen[n-1].Kind != agent.KindSessionEnded || r.seen[n-1].Session.Reason != "closed" {
 		t.Errorf("last events %s", kinds(r.seen[n-2:]))
+	}
+	for _, e := range r.seen {
+		if e.Kind == agent.KindItemCompleted && e.Item.ID == req.ItemID && e.Item.Status != agent.ItemDeclined {
+			t.Errorf("the command that waited completed %s", e.Item.Status)
+		}
 	}
 	if err := r.s.Resolve(ctxT(t), agent.Resolution{ApprovalID: req.ID, Decision: agent.Allow}); !errors.Is(err, agent.ErrAlreadyResolved) {
 		t.Errorf("Resolve after Close: %v", err)

@@ -240,9 +240,8 @@ func (s *session) finish() {
 	defer s.mu.Unlock()
 	s.ended = true
 	s.stopTimerLocked()
-	if s.ctx.Err() != nil {
-		why := &agent.Error{Code: agent.ErrorAgentExit, Message: "the session closed during the turn"}
-		s.out.Add(s.mapper.abort(why)...)
+	if s.ctx.Err() != nil { // closed by the host, which so interrupts a running turn
+		s.out.Add(s.mapper.abort(nil)...)
 		s.out.Add(s.mapper.ended("closed", nil))
 		return
 	}

@@ -3,6 +3,7 @@ package shim_test
 import (
 	"context"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,8 +12,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/frontend/shim"
+	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/internal/testing/shimclient"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
@@ -20,7 +24,20 @@ import (
 	"github.com/tetherhq/tether/runner/workspace"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The test binary doubles as the mock claude CLI.
+	if os.Getenv(mockclaude.EnvMain) == "1" {
+		os.Exit(mockclaude.Main())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// newMockClaude is Claude Code's driver over the mock CLI in its demo
+// scenario: a streamed reply, then a Write of hello.txt that asks first.
+func newMockClaude() agent.Driver {
+	return &claudecli.Canonical{Base: claude.Options{CLIPath: os.Args[0], ReplaceEnv: true,
+		Env: map[string]string{mockclaude.EnvMain: "1", mockclaude.EnvScenario: "demo", "PATH": os.Getenv("PATH")}}}
+}
 
 const agentID = "agent-test-001"
 
@@ -63,7 +80,11 @@ func startIn(t *testing.T, dir string, d agent.Driver, configure func(*shim.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := shim.Config{Sessions: m, Agent: d.Name(), WorkspaceID: "project", StateFile: filepath.Join(dir, "shim-runs.json")}
+	wsDir, err := ws.Path("project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := shim.Config{Sessions: m, Agent: d.Name(), WorkspaceID: "project", Workspace: wsDir, StateFile: filepath.Join(dir, "shim-runs.json")}
 	if d.Name() == "mock" { // as tether shim assembles it
 		cfg.ResumeOptions = mock.ResumeOptions
 	}
@@ -89,7 +110,7 @@ func startIn(t *testing.T, dir string, d agent.Driver, configure func(*shim.Conf
 		_ = store.Close()
 	}
 	t.Cleanup(func() { h.Stop() })
-	h.dir, _ = ws.Path("project")
+	h.dir = wsDir
 	h.Client = &shimclient.Client{T: t, Base: srv.URL, AgentID: agentID}
 	return h
 }

@@ -175,15 +175,16 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 	if run == nil {
 		return
 	}
-	// The state first: the decisions still open when the agent stops.
-	st := run.state("pause", s.cfg.Now())
-	st.BriefSnapshot = s.brief.Raw // with its updates
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StopTimeout)
 	defer cancel()
 	wasEnded := run.isEnded()
 	if err := run.stop(ctx, "pause", true); err != nil {
 		s.log.Warn("pause: the agent did not stop cleanly", "run", run.id, "err", err)
 	}
+	// The decisions the stream left open: the stop's denials of them are
+	// past the run's end.
+	st := run.state("pause", s.cfg.Now())
+	st.BriefSnapshot = s.brief.Raw // with its updates
 	if !wasEnded {
 		run.emit(s.cfg.Now(), run.mapper.ev("lifecycle", "action", "paused"))
 	}

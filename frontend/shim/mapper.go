@@ -29,8 +29,12 @@ type mapper struct {
 
 	calls     map[string]openCall
 	artifacts []string
-	decisions map[string]bool // open, by decision id
-	turns     int             // turns started in this run
+	decisions map[string]string // open, by decision id: the item asked about
+	// edited is the input a call runs with, by item id, where its
+	// decision's allow edited it (a modify's modifiedArgs): the tool_call
+	// that completes tells what ran, not what the model asked.
+	edited map[string]any
+	turns  int // turns started in this run
 	// errored says an error event already told the turn's failure.
 	errored bool
 }
@@ -40,7 +44,8 @@ type mapper struct {
 type mapperState struct {
 	calls     map[string]openCall
 	artifacts []string
-	decisions map[string]bool
+	decisions map[string]string
+	edited    map[string]any
 	turns     int
 	errored   bool
 }
@@ -49,12 +54,12 @@ type mapperState struct {
 // only ever appended to, so they are shared up to their length.
 func (m *mapper) state() mapperState {
 	return mapperState{calls: maps.Clone(m.calls), artifacts: m.artifacts[:len(m.artifacts):len(m.artifacts)],
-		decisions: maps.Clone(m.decisions), turns: m.turns, errored: m.errored}
+		decisions: maps.Clone(m.decisions), edited: maps.Clone(m.edited), turns: m.turns, errored: m.errored}
 }
 
 // restore takes up st.
 func (m *mapper) restore(st mapperState) {
-	m.calls, m.artifacts, m.decisions = maps.Clone(st.calls), st.artifacts, maps.Clone(st.decisions)
+	m.calls, m.artifacts, m.decisions, m.edited = maps.Clone(st.calls), st.artifacts, maps.Clone(st.decisions), maps.Clone(st.edited)
 	m.turns, m.errored = st.turns, st.errored
 }
 
@@ -66,13 +71,14 @@ type openCall struct {
 
 func newMapper(agentID, workstream, runID string) *mapper {
 	return &mapper{agentID: agentID, workstream: workstream, runID: runID,
-		calls: map[string]openCall{}, decisions: map[string]bool{}}
+		calls: map[string]openCall{}, decisions: map[string]string{}, edited: map[string]any{}}
 }
 
 // artifactEvent is an artifact the caller may upload before sending.
 type artifactEvent struct {
 	event    Event
 	mimeType string
+	path     string // the file, as the agent named it
 }
 
 // mapped is what one canonical event becomes.
@@ -116,6 +122,9 @@ func (m *mapper) Map(e agent.Event) mapped {
 		add(m.decision(e.Approval))
 	case agent.KindApprovalResolved:
 		r := e.Resolution
+		if item, open := m.decisions[r.ApprovalID]; open && item != "" && r.Decision == agent.Allow && len(r.Input) > 0 {
+			m.edited[item] = objectOf(r.Input)
+		}
 		delete(m.decisions, r.ApprovalID)
 		msg := fmt.Sprintf("Decision %s resolved: %s", r.ApprovalID, r.Decision)
 		if r.Cause != agent.CauseClient {
@@ -226,6 +235,10 @@ func (m *mapper) itemCompleted(at time.Time, it *agent.Item) ([]Event, []artifac
 	if !emptyInput(input) { // the input may have streamed in after the start
 		c.input = input
 	}
+	if in, ok := m.edited[it.ID]; ok {
+		c.input = in
+		delete(m.edited, it.ID)
+	}
 	phase := "completed"
 	if it.Status != agent.ItemDone {
 		phase = "failed"
@@ -277,11 +290,11 @@ func (m *mapper) artifact(at time.Time, itemID, p string) artifactEvent {
 	if mime != "" {
 		ev["mimeType"] = mime
 	}
-	return artifactEvent{event: ev, mimeType: mime}
+	return artifactEvent{event: ev, mimeType: mime, path: p}
 }
 
 func (m *mapper) decision(a *agent.Approval) Event {
-	m.decisions[a.ID] = true
+	m.decisions[a.ID] = a.ItemID
 	if a.Kind == agent.ApprovalQuestion && a.Question != nil {
 		opts := make([]map[string]any, 0, len(a.Question.Options))
 		for _, o := range a.Question.Options {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
 )
 
 // run is one spawn or resume: one canonical session of the agent, its
@@ -42,12 +43,22 @@ type run struct {
 	ended    bool
 	resolved map[string]chan struct{} // closed when the decision's resolution is out
 	done     chan struct{}            // closed when the pump has ended
-	pending  []string                 // open decisions, in order
+	pending  []openDecision           // open decisions, in order
 	options  map[string][]string      // an open option decision's option ids
 	turns    int
+	// turnEnd is the canonical seq of the last turn.completed the pump
+	// saw; turnEnded is closed (and replaced) at each.
+	turnEnd   int64
+	turnEnded chan struct{}
 	// folded counts the canonical events decided since the last
 	// checkpoint (the pump's own).
 	folded int
+}
+
+// openDecision is an open decision and the canonical seq that asked it.
+type openDecision struct {
+	id  string
+	seq int64
 }
 
 func (r *run) getStatus() string {
@@ -117,6 +128,16 @@ func (r *run) pump(ctx context.Context, prompt, action string) {
 // state; false when the session has ended.
 func (r *run) handle(ctx context.Context, e agent.Event) bool {
 	seq := e.Seq
+	if e.Kind == agent.KindTurnCompleted {
+		r.turnOver(seq)
+	}
+	if r.s.runs.pastCut(r.entry, seq) {
+		// The run was stopped (a pause, a kill): its stream ended there,
+		// and what the agent does while it stops (the approvals the stop
+		// denied, the interrupted turn) is the stop's, which its lifecycle
+		// event tells. The run's state stays as the stream left it.
+		return e.Kind != agent.KindSessionEnded
+	}
 	switch e.Kind {
 	case agent.KindSessionStarted:
 		if e.Session != nil && e.Session.NativeID != "" {
@@ -157,7 +178,7 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 		}
 		r.mu.Unlock()
 	case agent.KindApprovalRequested:
-		r.requested(e.Approval)
+		r.requested(e.Approval, seq)
 	case agent.KindTurnCompleted:
 		if e.Turn.Status == agent.TurnCompleted && r.s.followUp(ctx, r) {
 			r.mapper.Map(e)
@@ -174,10 +195,8 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 			break
 		}
 		id := m.events[i]["artifactId"].(string)
-		if uri, err := upload(ctx, r.s.cfg.HTTPClient, r.s.cfg.Bootstrap, r.brief.AgentID, id, a.mimeType); err == nil {
+		if uri, ok := r.upload(ctx, id, a); ok {
 			uris[id] = uri
-		} else {
-			r.s.log.Warn("artifact not uploaded; its path is kept", "artifact", id, "err", err)
 		}
 	}
 	var change func(*runRecord)
@@ -198,11 +217,42 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 	return true
 }
 
-// requested notes an open decision, and its options.
-func (r *run) requested(a *agent.Approval) {
+// turnOver notes a turn's end at canonical seq, for a stop waiting on it.
+func (r *run) turnOver(seq int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pending = append(r.pending, a.ID)
+	r.turnEnd = max(r.turnEnd, seq)
+	if r.turnEnded != nil {
+		close(r.turnEnded)
+		r.turnEnded = nil
+	}
+}
+
+// upload posts artifact id to the backend, with the file's content as it
+// is now, and returns its backend uri.
+func (r *run) upload(ctx context.Context, id string, a artifactEvent) (string, bool) {
+	content, ok, why := artifactContent(r.s.cfg.Workspace, a.path)
+	if !ok {
+		r.s.log.Warn("artifact uploaded without its content", "artifact", id, "path", a.path, "why", why)
+	}
+	uri, withContent, err := upload(ctx, r.s.cfg.HTTPClient, r.s.cfg.Bootstrap,
+		artifactUpload{agentID: r.brief.AgentID, artifactID: id, mimeType: a.mimeType, content: content})
+	if err != nil {
+		r.s.log.Warn("artifact not uploaded; its path is kept", "artifact", id, "err", err)
+		return "", false
+	}
+	if ok && !withContent {
+		r.s.log.Warn("artifact uploaded without its content: the backend refused it as too large", "artifact", id, "bytes", len(content))
+	}
+	return uri, true
+}
+
+// requested notes an open decision asked at canonical seq, and its
+// options.
+func (r *run) requested(a *agent.Approval, seq int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = append(r.pending, openDecision{id: a.ID, seq: seq})
 	if q := a.Question; q != nil {
 		for _, o := range q.Options {
 			r.options[a.ID] = append(r.options[a.ID], o.ID)
@@ -218,7 +268,7 @@ func (r *run) after(e agent.Event) {
 	switch e.Kind {
 	case agent.KindApprovalResolved:
 		id := e.Resolution.ApprovalID
-		r.pending = slices.DeleteFunc(r.pending, func(p string) bool { return p == id })
+		r.pending = slices.DeleteFunc(r.pending, func(p openDecision) bool { return p.id == id })
 		delete(r.options, id)
 		if ch, ok := r.resolved[id]; ok {
 			close(ch)
@@ -276,6 +326,14 @@ func (r *run) waitResolved(ctx context.Context, id string, max time.Duration) {
 // stop ends the run's session (why: pause or kill; "" replaces it
 // quietly) and waits for its last events. clean is false when the agent
 // did not end within the timeout.
+//
+// The agent is stopped where it stands: the run's stream ends at what it
+// has shown (stopping is not the agent's work, and the lifecycle event
+// tells it), then the running turn is interrupted and, when graceful,
+// its end awaited, and only then is the session closed. A session closed
+// mid-turn lets the agent go on with what it was doing as it goes:
+// Claude Code answered its own cancelled permission request and called
+// the model once more.
 func (r *run) stop(ctx context.Context, why string, graceful bool) error {
 	r.mu.Lock()
 	if r.stopping == "" {
@@ -285,11 +343,11 @@ func (r *run) stop(ctx context.Context, why string, graceful bool) error {
 		}
 	}
 	r.mu.Unlock()
-	m := r.s.cfg.Sessions
-	if !graceful {
-		_ = m.Interrupt(ctx, r.sessionID)
+	if err := r.s.runs.stopAt(r.entry); err != nil {
+		r.s.log.Warn("the run's record was not saved", "run", r.id, "err", err)
 	}
-	err := m.Close(ctx, r.sessionID)
+	r.interrupt(ctx, graceful)
+	err := r.s.cfg.Sessions.Close(ctx, r.sessionID)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -298,12 +356,68 @@ func (r *run) stop(ctx context.Context, why string, graceful bool) error {
 	return err
 }
 
+// interrupt interrupts the session's running turn, if any, and (wait)
+// waits for its end, for at most half of what is left of ctx: the rest
+// is the close's.
+func (r *run) interrupt(ctx context.Context, wait bool) {
+	m := r.s.cfg.Sessions
+	info, err := m.Get(r.sessionID)
+	if err != nil || info.State == sessions.StateEnded {
+		return
+	}
+	if err := m.Interrupt(ctx, r.sessionID); err != nil {
+		if !errors.Is(err, agent.ErrNoTurn) && !errors.Is(err, agent.ErrSessionEnded) {
+			r.s.log.Warn("the agent's turn was not interrupted; its session is closed", "run", r.id, "err", err)
+		}
+		return
+	}
+	if !wait {
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
+	}
+	r.awaitTurnEnd(ctx, int64(info.LastSeq))
+}
+
+// awaitTurnEnd waits for a turn to end after canonical seq `after` (the
+// interrupted one's), the session's end, or ctx.
+func (r *run) awaitTurnEnd(ctx context.Context, after int64) {
+	for {
+		r.mu.Lock()
+		if r.turnEnd > after || r.ended {
+			r.mu.Unlock()
+			return
+		}
+		if r.turnEnded == nil {
+			r.turnEnded = make(chan struct{})
+		}
+		ch := r.turnEnded
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-r.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // state serializes the run for /pause and /checkpoint.
 func (r *run) state(by string, at time.Time) SerializedAgentState {
 	seq := r.s.runs.count(r.entry)
+	shown := r.s.runs.shownEnd(r.entry)
 	r.mu.Lock()
 	native, turns := r.nativeID, r.turnsBefore+r.turns
-	pending := append([]string{}, r.pending...)
+	pending := []string{} // the ones the stream has shown
+	for _, p := range r.pending {
+		if p.seq <= shown {
+			pending = append(pending, p.id)
+		}
+	}
 	status := r.status
 	r.mu.Unlock()
 	st := SerializedAgentState{AgentID: r.brief.AgentID, PluginName: r.s.PluginName(), SessionID: native,

@@ -196,6 +196,41 @@ func (rs *runs) cut(e *runEntry) {
 	}
 }
 
+// stopAt ends a live run's stream at what its pump decided so far: the
+// run is being stopped, and what its agent does while it stops is not
+// part of it.
+func (rs *runs) stopAt(e *runEntry) error {
+	rs.mu.Lock()
+	live := !e.final && e.rec.Cut == nil
+	if live {
+		rs.cut(e)
+		rs.wake()
+	}
+	rs.mu.Unlock()
+	if !live {
+		return nil
+	}
+	return rs.save()
+}
+
+// pastCut says whether canonical seq is past the run's cut.
+func (rs *runs) pastCut(e *runEntry, seq int64) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return e.rec.Cut != nil && seq > *e.rec.Cut
+}
+
+// shownEnd is the last canonical seq of the run the stream shows, or
+// will: its cut, or what its pump decided so far.
+func (rs *runs) shownEnd(e *runEntry) int64 {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if e.rec.Cut != nil {
+		return *e.rec.Cut
+	}
+	return e.decided
+}
+
 // end is the run's last canonical seq, once it is known (under mu).
 func (e *runEntry) end() (int64, bool) {
 	switch {

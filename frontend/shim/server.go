@@ -28,8 +28,10 @@ type Config struct {
 	Agent       string
 	WorkspaceID string
 	// Bootstrap is AGENT_BOOTSTRAP: artifacts are uploaded to its
-	// endpoint when it has one.
+	// endpoint when it has one, with their content read from Workspace,
+	// the directory the agent works in.
 	Bootstrap  Bootstrap
+	Workspace  string
 	HTTPClient *http.Client
 	// ResumeOptions, when set, are the driver's start options for a
 	// resume from a checkpoint whose conversation had `turns` turns (the

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 
@@ -17,6 +18,9 @@ func (m *Manager) Approvals() ([]approvals.Record, error) { return m.cfg.Approva
 // *agent.AlreadyResolvedError with the first.
 func (m *Manager) Resolve(ctx context.Context, sessionID string, r agent.Resolution) (agent.Resolution, error) {
 	if err := m.checkScope(sessionID, r.Scope); err != nil {
+		return agent.Resolution{}, err
+	}
+	if err := m.checkInput(sessionID, r); err != nil {
 		return agent.Resolution{}, err
 	}
 	won, err := m.cfg.Approvals.Resolve(sessionID, r)
@@ -45,6 +49,27 @@ func (m *Manager) Expire(ctx context.Context) ([]approvals.Record, error) {
 		}
 	}
 	return expired, err
+}
+
+// checkInput refuses an allow's edited input that is not a JSON object,
+// or that the session's agent would not take (it would run the call as
+// asked), before anything is decided.
+func (m *Manager) checkInput(sessionID string, r agent.Resolution) error {
+	if len(r.Input) == 0 || r.Decision != agent.Allow {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(r.Input, &obj) != nil || obj == nil {
+		return &agent.InvalidEventError{Kind: agent.KindApprovalResolved, Reason: "input is not a JSON object"}
+	}
+	s, err := m.get(sessionID)
+	if err != nil {
+		return nil // an ended session's approval: the store answers
+	}
+	if !m.cfg.Drivers[s.rec.Agent].Capabilities().EditInput {
+		return &agent.UnsupportedError{Agent: s.rec.Agent, Capability: "allow a call with edited input"}
+	}
+	return nil
 }
 
 // checkScope refuses an allow's scope the session's agent does not have,

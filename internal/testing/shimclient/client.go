@@ -11,6 +11,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,8 +95,11 @@ func (c *Client) Must(want int, method, path string, body any, out any) {
 	}
 }
 
-// Stream is one WS /events connection; every frame is validated and the
-// sequence of each run checked (1, 2, 3, … without a gap).
+// Stream is one WS /events connection; every frame is validated, the
+// sequence of each run checked (1, 2, 3, … without a gap), and a run
+// that ended (lifecycle paused, killed or crashed) must send nothing
+// more: the backend scores what follows as the agent's own work, and an
+// error or an abandoned completion after a pause costs the agent trust.
 type Stream struct {
 	t        testing.TB
 	ws       *websocket.Conn
@@ -105,6 +109,7 @@ type Stream struct {
 	mu       sync.Mutex
 	All      []Envelope
 	lastSeq  map[string]int64
+	ended    map[string]string // run → the lifecycle action that ended it
 	errs     []string
 	closeErr error
 }
@@ -136,7 +141,7 @@ func (c *Client) events(query string, late bool) *Stream {
 		c.T.Fatalf("dial %s: %v", url, err)
 	}
 	ws.SetReadLimit(16 << 20)
-	s := &Stream{t: c.T, ws: ws, cancel: cancel, ch: make(chan Envelope, 1<<16), done: make(chan struct{}), lastSeq: map[string]int64{}}
+	s := &Stream{t: c.T, ws: ws, cancel: cancel, ch: make(chan Envelope, 1<<16), done: make(chan struct{}), lastSeq: map[string]int64{}, ended: map[string]string{}}
 	if q, err := neturl.ParseQuery(query); err == nil && q.Get("runId") != "" {
 		s.lastSeq[q.Get("runId")], _ = strconv.ParseInt(q.Get("after"), 10, 64)
 	}
@@ -164,6 +169,7 @@ func (c *Client) events(query string, late bool) *Stream {
 				s.errs = append(s.errs, fmt.Sprintf("run %s: sequence %d after %d", env.RunID, env.SourceSequence, last))
 			}
 			s.lastSeq[env.RunID] = env.SourceSequence
+			s.checkEnded(env)
 			s.All = append(s.All, env)
 			s.mu.Unlock()
 			s.ch <- env
@@ -171,6 +177,18 @@ func (c *Client) events(query string, late bool) *Stream {
 	}()
 	c.T.Cleanup(s.Close)
 	return s
+}
+
+// checkEnded notes a run's end and flags anything the run sends after
+// it. Called with s.mu held.
+func (s *Stream) checkEnded(env Envelope) {
+	if how, ok := s.ended[env.RunID]; ok {
+		s.errs = append(s.errs, fmt.Sprintf("run %s: %s (sequence %d) after lifecycle %s", env.RunID, env.Type(), env.SourceSequence, how))
+		return
+	}
+	if env.Type() == "lifecycle" && slices.Contains(runEnds, env.Str("action")) {
+		s.ended[env.RunID] = env.Str("action")
+	}
 }
 
 // Seen is every event read so far.

@@ -26,6 +26,8 @@ var (
 	outcomes     = []string{"success", "partial", "abandoned", "max_turns"}
 	categories   = []string{"provider", "tool", "model", "timeout", "internal"}
 	lifecycleAct = []string{"started", "paused", "resumed", "killed", "crashed", "idle", "session_start", "session_end"}
+	// runEnds are the lifecycle actions after which a run sends nothing.
+	runEnds = []string{"paused", "killed", "crashed"}
 )
 
 // Envelope is one AdapterEvent as the backend reads it.
