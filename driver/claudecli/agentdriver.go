@@ -121,8 +121,9 @@ func (s *canonicalSession) lineError(err error) {
 	s.out.Add(e)
 }
 
-// connect starts the CLI through the SDK, and the reader.
+// connect starts the CLI through the SDK, whose reader maps its messages.
 func (s *canonicalSession) connect(ctx context.Context, opts claude.Options) error {
+	opts.OnMessage = s.pushed
 	client, err := claude.Connect(ctx, opts)
 	if err != nil {
 		return err
@@ -131,22 +132,65 @@ func (s *canonicalSession) connect(ctx context.Context, opts claude.Options) err
 	if opts.Runner != nil {
 		cwd = "" // a directory on the runner, which the runner's own events name
 	}
-	s.begin(sdkLink{client}, opts.Model, cwd)
+	s.beginPushed(sdkLink{client}, opts.Model, cwd)
 	return nil
 }
 
 // begin starts the session's events and its reader over link.
 func (s *canonicalSession) begin(link cliLink, model, cwd string) {
-	s.link = link
-	s.mapper = newCanonicalMapper(link.sessionID(), s.now)
-	s.out.Add(s.mapper.startSession(link.sessionID(), model, cwd))
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.start(link, model, cwd)
 	s.wg.Add(1)
 	go s.read()
 }
 
+// beginPushed starts the session's events over the SDK's client, whose
+// reader hands each message to pushed: the session needs no reader of its
+// own. What came before the session began is mapped first, in order.
+func (s *canonicalSession) beginPushed(link cliLink, model, cwd string) {
+	early := s.start(link, model, cwd)
+	for _, msg := range early {
+		s.pushed(msg)
+	}
+}
+
+// start sets the session up over link and returns the messages pushed
+// before it was.
+func (s *canonicalSession) start(link cliLink, model, cwd string) []claude.Message {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.link = link
+	s.mapper = newCanonicalMapper(link.sessionID(), s.now)
+	s.out.Add(s.mapper.startSession(link.sessionID(), model, cwd))
+	early := s.early
+	s.early, s.begun = nil, true
+	return early
+}
+
+// pushed is the SDK's Options.OnMessage: it maps msg on the SDK's reader
+// goroutine, and ends the session's events at nil (the end of the
+// output) or once the session stops reading. A message that comes before
+// the session has begun waits for it.
+func (s *canonicalSession) pushed(msg claude.Message) {
+	s.mu.Lock()
+	if !s.begun {
+		s.early = append(s.early, msg)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	if msg == nil || !s.take(msg) {
+		s.stopped = true
+		s.finish(nil)
+	}
+}
+
 // canonicalSession is one Claude Code conversation. One goroutine reads
-// the CLI's messages; approval callbacks run on the SDK's goroutines; the
+// the CLI's messages (the SDK's reader, which pushes them, or the
+// session's own over a relay); approval callbacks run on the SDK's goroutines; the
 // mapper is shared under mu and events leave in the order they were made.
 type canonicalSession struct {
 	link cliLink
@@ -169,6 +213,13 @@ type canonicalSession struct {
 	kept    history      // the completed items
 	past    []agent.Item // a resumed conversation's, from the CLI's store
 	ended   bool
+	// begun is set once the session is set up; early holds what the
+	// SDK's reader pushed before (nil for the output's end).
+	begun bool
+	early []claude.Message
+	// stopped: the pushed messages' session has finished; only the SDK's
+	// reader goroutine touches it, after begin.
+	stopped bool
 	// closing: the host closes the session (a turn it ends is
 	// interrupted, not failed); turnOver, when set, is closed at the
 	// running turn's end.
@@ -197,39 +248,51 @@ func (s *canonicalSession) NativeID() string { return s.link.sessionID() }
 // read maps every message until the CLI's output ends.
 func (s *canonicalSession) read() {
 	defer s.wg.Done()
-	defer s.out.Close()
 	var failure error
 	for msg, err := range s.link.messages(s.ctx) {
 		if err != nil {
 			failure = err
 			break
 		}
-		msg = s.unwrapped(msg)
-		s.mu.Lock()
-		var events []agent.Event
-		switch m := msg.(type) {
-		case *cc.ControlRequest: // a relay's: the SDK answers its own
-			events = s.relayedRequest(m)
-		case *cc.ControlCancelRequest:
-			events = s.relayedCancel(m)
-		case *claude.ResultMessage:
-			s.turn = false
-			s.turnOverLocked()
-			events = s.mapper.line(msg)
-		default:
-			events = s.mapper.line(msg)
-		}
-		s.record(events)
-		s.out.Add(events...)
-		s.mu.Unlock()
-		if s.out.WaitRoom(s.ctx) != nil {
+		if !s.take(msg) {
 			break
 		}
 	}
+	s.finish(failure)
+}
+
+// take maps one message of the CLI's, and waits for room for more; false
+// once the session stops reading (it is closing).
+func (s *canonicalSession) take(msg claude.Message) bool {
+	msg = s.unwrapped(msg)
+	s.mu.Lock()
+	var events []agent.Event
+	switch m := msg.(type) {
+	case *cc.ControlRequest: // a relay's: the SDK answers its own
+		events = s.relayedRequest(m)
+	case *cc.ControlCancelRequest:
+		events = s.relayedCancel(m)
+	case *claude.ResultMessage:
+		s.turn = false
+		s.turnOverLocked()
+		events = s.mapper.line(msg)
+	default:
+		events = s.mapper.line(msg)
+	}
+	s.record(events)
+	s.out.Add(events...)
+	s.mu.Unlock()
+	return s.out.WaitRoom(s.ctx) == nil
+}
+
+// finish ends the session's events: its output ended (failure, or the
+// link's error, says why) or the session stopped reading.
+func (s *canonicalSession) finish(failure error) {
 	if failure == nil {
 		failure = s.link.err()
 	}
 	s.end(failure)
+	s.out.Close()
 }
 
 // record keeps completed items for Messages; call with mu held.
@@ -354,8 +417,11 @@ func (s *canonicalSession) Close() error {
 			_ = s.settleLocked(id, agent.Resolution{Decision: agent.Deny, Reason: "the session closed", Cause: agent.CauseTurnEnded})
 		}
 		s.mu.Unlock()
-		err = s.link.close()
+		// Reading stops first: a reader waiting for room in the outbox
+		// (the SDK's own, for pushed messages) would keep the link from
+		// closing.
 		s.cancel()
+		err = s.link.close()
 		s.wg.Wait()
 	})
 	return err
