@@ -163,7 +163,9 @@ func (c *Client) initialize(ctx context.Context) error {
 		if err := json.Unmarshal(raw, &info); err != nil {
 			return fmt.Errorf("claude: initialize response: %w", err)
 		}
-		c.serverInfo = bytes.Clone(raw)
+		if !c.opts.DiscardServerInfo {
+			c.serverInfo = bytes.Clone(raw)
+		}
 	}
 	return nil
 }

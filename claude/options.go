@@ -124,6 +124,11 @@ type Options struct {
 	MaxLineSize int
 	// ControlTimeout bounds each outbound control request (default 60 s).
 	ControlTimeout time.Duration
+	// DiscardServerInfo drops the CLI's answer to initialize (its
+	// commands, agents and models, 10–20 KB) once it has been checked:
+	// ServerInfo then returns the zero value. For a host that keeps many
+	// idle clients and never asks for it, such as a runner.
+	DiscardServerInfo bool
 	// InitializeTimeout bounds the handshake (default: the larger of
 	// CLAUDE_CODE_STREAM_CLOSE_TIMEOUT and 60 s).
 	InitializeTimeout time.Duration

@@ -52,3 +52,16 @@ func TestOnMessageGetsEveryMessageThenNil(t *testing.T) {
 		t.Fatal("no nil at the end of the output")
 	}
 }
+
+// DiscardServerInfo keeps nothing of the initialize answer; without it,
+// ServerInfo has it.
+func TestDiscardServerInfo(t *testing.T) {
+	for _, discard := range []bool{false, true} {
+		mem, a := newPair(t)
+		c := connect(t, mem, a, claude.Options{DiscardServerInfo: discard})
+		if got := len(c.ServerInfo().Models); got != map[bool]int{false: 1, true: 0}[discard] {
+			t.Errorf("DiscardServerInfo %v: %d models", discard, got)
+		}
+		_ = c.Close()
+	}
+}

@@ -124,6 +124,7 @@ func (s *canonicalSession) lineError(err error) {
 // connect starts the CLI through the SDK, whose reader maps its messages.
 func (s *canonicalSession) connect(ctx context.Context, opts claude.Options) error {
 	opts.OnMessage = s.pushed
+	opts.DiscardServerInfo = true // nothing of the session's asks for it
 	client, err := claude.Connect(ctx, opts)
 	if err != nil {
 		return err
