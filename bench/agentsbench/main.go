@@ -58,9 +58,10 @@ func main() {
 	n := flag.Int("n", 20, "idle sessions of each agent with a real CLI")
 	nMock := flag.Int("n-mock", 1000, "idle sessions of the mock agent")
 	warmup := flag.Int("warmup", 2, "sessions opened before the baseline, not counted")
+	settle := flag.Duration("settle", 0, "also read the runner's memory after the sessions have been idle this long (130s: past the runtime's periodic collection)")
 	agents := flag.String("agents", "mock,claude,codex,opencode", "the agent kinds to measure, comma-separated")
 	flag.Parse()
-	if err := run(strings.Split(*agents, ","), *n, *nMock, *warmup); err != nil {
+	if err := run(strings.Split(*agents, ","), *n, *nMock, *warmup, *settle); err != nil {
 		fmt.Fprintln(os.Stderr, "agentsbench:", err)
 		os.Exit(1)
 	}
@@ -75,7 +76,7 @@ type result struct {
 	startP90       time.Duration
 }
 
-func run(kinds []string, n, nMock, warmup int) error {
+func run(kinds []string, n, nMock, warmup int, settle time.Duration) error {
 	fakes, err := startFakes()
 	if err != nil {
 		return err
@@ -87,7 +88,7 @@ func run(kinds []string, n, nMock, warmup int) error {
 		if kind == "mock" {
 			count = nMock
 		}
-		r, err := measure(kind, count, warmup, fakes)
+		r, err := measure(kind, count, warmup, settle, fakes)
 		if err != nil {
 			return fmt.Errorf("%s: %w", kind, err)
 		}
@@ -176,7 +177,7 @@ func (f *fakes) close() {
 // measure starts a runner, opens count idle sessions of kind, and reads
 // the runner's RSS before and after them (after warmup sessions that are
 // not counted).
-func measure(kind string, count, warmup int, f *fakes) (result, error) {
+func measure(kind string, count, warmup int, settle time.Duration, f *fakes) (result, error) {
 	if kind != "mock" && f.clis[kind] == "" {
 		return result{}, fmt.Errorf("the pinned %s CLI is not installed (scripts/install-agents)", kind)
 	}
@@ -231,6 +232,14 @@ func measure(kind string, count, warmup int, f *fakes) (result, error) {
 	}
 	time.Sleep(2 * time.Second) // idle: whatever the starts left behind settles
 	after := readRSS(cmd.Process.Pid)
+	if settle > 0 {
+		// An idle runner's memory, once the runtime's periodic collection
+		// (every two minutes) and its scavenger have run.
+		time.Sleep(settle)
+		settled := readRSS(cmd.Process.Pid)
+		fmt.Fprintf(os.Stderr, "%s: after %v idle: %.1f KiB per session (%.1f KiB anonymous)\n", kind, settle,
+			float64(settled.total-before.total)/float64(count), float64(settled.anon-before.anon)/float64(count))
+	}
 	if os.Getenv("AGENTSBENCH_RUNNER_HEAPPROFILE") != "" {
 		_ = cmd.Process.Signal(syscall.SIGUSR1)
 		time.Sleep(time.Second)

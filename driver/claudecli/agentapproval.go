@@ -22,7 +22,7 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 	if id == "" || s.pending[id] != nil {
 		id = "approval-" + strconv.Itoa(len(s.pending)+1) + "-" + req.ToolName
 	}
-	p := &pendingApproval{toolUseID: req.ToolUseID, answer: make(chan agent.Resolution, 1)}
+	p := &pendingApproval{toolUseID: req.ToolUseID, tool: req.ToolName, answer: make(chan agent.Resolution, 1)}
 	e := s.mapper.approvalRequested(id, &cc.CanUseToolRequest{ToolName: req.ToolName, Input: req.Input,
 		ToolUseID: req.ToolUseID, Title: req.Title}, nil)
 	e.Approval.Scopes = []agent.Scope{agent.ScopeOnce, agent.ScopeSession}
@@ -44,7 +44,7 @@ func (s *canonicalSession) decide(ctx context.Context, req claude.PermissionRequ
 		r = <-p.answer // ours, or an answer that came first
 	}
 	s.mu.Lock()
-	s.out.Add(s.mapper.approvalResolved(p.toolUseID, withID(r, id)))
+	s.out.Add(s.mapper.approvalResolved(p.toolUseID, p.tool, withID(r, id)))
 	s.mu.Unlock()
 	if r.Decision != agent.Allow {
 		return claude.Deny{Message: r.Reason}, nil

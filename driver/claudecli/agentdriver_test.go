@@ -234,6 +234,14 @@ func TestCanonicalEditedInput(t *testing.T) {
 	if err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Allow, Input: input}); err != nil {
 		t.Fatal(err)
 	}
+	// The Write's item says what ran: the path the person gave.
+	done := waitFor(t, ch, agent.KindItemCompleted)
+	for done.Item.Type != agent.ItemFileChange {
+		done = waitFor(t, ch, agent.KindItemCompleted)
+	}
+	if len(done.Item.Changes) != 1 || done.Item.Changes[0].Path != edited {
+		t.Errorf("the Write's file change names %+v, want %s", done.Item.Changes, edited)
+	}
 	if end := waitFor(t, ch, agent.KindTurnCompleted); end.Turn.Status != agent.TurnCompleted {
 		t.Fatalf("turn %+v", end.Turn)
 	}

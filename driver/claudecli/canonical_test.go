@@ -92,7 +92,7 @@ func step(t *testing.T, m *canonicalMapper, dir string, raw json.RawMessage, too
 		if head.Response.Response.Behavior == "deny" {
 			d = agent.Deny
 		}
-		return []agent.Event{m.approvalResolved(tool, agent.Resolution{ApprovalID: head.Response.RequestID,
+		return []agent.Event{m.approvalResolved(tool, "", agent.Resolution{ApprovalID: head.Response.RequestID,
 			Decision: d, Reason: head.Response.Response.Message, Cause: agent.CauseClient})}
 	case dir != "<":
 		return nil

@@ -108,9 +108,15 @@ func (m *canonicalMapper) approvalRequested(requestID string, req *cc.CanUseTool
 
 // approvalResolved records a resolution; a deny makes the tool item
 // declined when its result comes.
-func (m *canonicalMapper) approvalResolved(toolUseID string, r agent.Resolution) agent.Event {
+func (m *canonicalMapper) approvalResolved(toolUseID, tool string, r agent.Resolution) agent.Event {
 	if r.Decision == agent.Deny && toolUseID != "" {
 		m.declined[toolUseID] = true
+	}
+	if item := m.open[toolUseID]; item != nil && r.Decision == agent.Allow && len(r.Input) > 0 {
+		// The call runs with the edited input: its item says what ran
+		// (the path a Write writes, the command Bash runs).
+		item.Command, item.Changes, item.Plan, item.Tool = nil, nil, nil, nil
+		classifyTool(item, tool, r.Input)
 	}
 	if r.At.IsZero() {
 		r.At = m.now()

@@ -151,7 +151,7 @@ func (s *canonicalSession) relayedCancel(c *cc.ControlCancelRequest) []agent.Eve
 	if p, ok := s.pending[c.RequestID]; ok && p.first == nil {
 		r := agent.Resolution{Decision: agent.Deny, Reason: "the turn was interrupted", Cause: agent.CauseInterrupted}
 		if s.settleLocked(c.RequestID, r) == nil {
-			events = append(events, s.mapper.approvalResolved(p.toolUseID, *p.first))
+			events = append(events, s.mapper.approvalResolved(p.toolUseID, p.tool, *p.first))
 		}
 	}
 	return events
@@ -186,7 +186,7 @@ func (s *canonicalSession) clientAnswered(ctx context.Context, id string, resp m
 	if s.settleLocked(id, r) != nil {
 		return false // settled meanwhile
 	}
-	s.out.Add(s.mapper.approvalResolved(p.toolUseID, *p.first))
+	s.out.Add(s.mapper.approvalResolved(p.toolUseID, p.tool, *p.first))
 	return true
 }
 
@@ -238,7 +238,7 @@ func (s *canonicalSession) relayedAnswer(id string, p *pendingApproval) ([]byte,
 				Destination: "session", Rules: []cc.PermissionRule{{ToolName: p.tool}}}}
 		}
 	}
-	s.out.Add(s.mapper.approvalResolved(p.toolUseID, r))
+	s.out.Add(s.mapper.approvalResolved(p.toolUseID, p.tool, r))
 	s.relay.untrack(id)
 	return cc.EncodeControlSuccess(id, resp)
 }
