@@ -247,6 +247,9 @@ type Answer struct {
 	Scope    agent.Scope    `json:"scope,omitempty"`
 	Reason   string         `json:"reason,omitempty"`
 	Answers  []string       `json:"answers,omitempty"`
+	// Input is an allow's edit of the call's input, for agents whose
+	// capabilities say edit_input: the call runs with it.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // Resolve answers an approval. If another answer came first, the error is

@@ -152,6 +152,12 @@ func TestSessionsAPIJourney(t *testing.T) {
 		t.Fatalf("pending %+v", pending)
 	}
 	resolveURL := fmt.Sprintf("%s/v1/sessions/%s/approvals/%s/resolve", base, info.ID, asked.event.Approval.ID)
+	// An edited input reaches the core, which refuses one that is no
+	// object before anything is decided.
+	var refused struct{ Error struct{ Code string } }
+	if code := call(t, "POST", resolveURL, `{"decision":"allow","input":["rm","-rf"]}`, &refused); code != 400 || refused.Error.Code != "invalid_request" {
+		t.Fatalf("resolve with an input that is no object: %d %+v", code, refused)
+	}
 	var won agent.Resolution
 	if code := call(t, "POST", resolveURL, `{"decision":"allow"}`, &won, "X-Test-User", "laptop"); code != 200 || won.By != "laptop" {
 		t.Fatalf("resolve: %d %+v", code, won)

@@ -233,6 +233,9 @@ type resolveBody struct {
 	Scope    agent.Scope    `json:"scope,omitempty"`
 	Reason   string         `json:"reason,omitempty"`
 	Answers  []string       `json:"answers,omitempty"`
+	// Input is an allow's edit of the call's input, for agents whose
+	// capabilities say edit_input.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 func (a *api) resolve(w http.ResponseWriter, r *http.Request) {
@@ -245,7 +248,7 @@ func (a *api) resolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := agent.Resolution{ApprovalID: r.PathValue("approval"), Decision: body.Decision, Scope: body.Scope,
-		Reason: body.Reason, Answers: body.Answers, Cause: agent.CauseClient}
+		Reason: body.Reason, Answers: body.Answers, Input: body.Input, Cause: agent.CauseClient}
 	if a.cfg.By != nil {
 		res.By = a.cfg.By(r)
 	}
