@@ -71,6 +71,12 @@ type StartRequest struct {
 	// returns in an *AlreadyResolvedError and the driver acts on instead.
 	// Without Claim the driver's own record decides.
 	Claim func(Resolution) (Resolution, error)
+	// HostKeepsHistory says the host logs every event of the session and
+	// answers Messages from that log (the runner's core does): a driver
+	// that would keep the completed items in memory only for Messages
+	// keeps none, and its Messages returns a *HistoryElsewhereError with
+	// what the host's log cannot know.
+	HostKeepsHistory bool
 }
 
 // Prompt is a user turn's input.

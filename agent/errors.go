@@ -25,7 +25,23 @@ var (
 	ErrInvalidOptions = errors.New("agent: invalid start options")
 	// ErrBadAnswer matches a *BadAnswerError.
 	ErrBadAnswer = errors.New("agent: the answer does not fit the question")
+	// ErrHistoryElsewhere matches a *HistoryElsewhereError.
+	ErrHistoryElsewhere = errors.New("agent: the session's history is the host's")
 )
+
+// HistoryElsewhereError is Messages of a session started with
+// StartRequest.HostKeepsHistory: Past holds the items from before the
+// session (a resumed conversation's, from the agent's own store), which
+// the host's log cannot know; the log has the rest.
+type HistoryElsewhereError struct {
+	Past []Item
+}
+
+func (e *HistoryElsewhereError) Error() string {
+	return "agent: the session's history is in the host's log"
+}
+
+func (e *HistoryElsewhereError) Is(target error) bool { return target == ErrHistoryElsewhere }
 
 // BadAnswerError refuses a resolution of a question approval whose
 // answers are not among its options; the approval stays open.

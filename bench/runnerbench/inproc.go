@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -37,7 +38,8 @@ func startInproc(cli string, env map[string]string) (*inproc, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := httptest.NewServer(&protov1.Server{Sessions: core.Sessions, GracePeriod: time.Minute})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv := httptest.NewServer(&protov1.Server{Sessions: core.Sessions, GracePeriod: time.Minute, Logger: logger})
 	ip := &inproc{url: "ws" + strings.TrimPrefix(srv.URL, "http"), core: core, log: core.Log, srv: srv, dir: dir}
 	ip.close = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

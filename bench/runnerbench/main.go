@@ -30,7 +30,7 @@ func main() {
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of the throughput case (median)")
 	flag.StringVar(&cfg.fakeCLI, "fake-cli", ".cache/peer-sdk/fake-cli", "the peer harness's fake CLI (FAKE_N, FAKE_SIZE), which sdkbench prepares; the throughput case runs with it too when it exists")
 	flag.Int64Var(&cfg.heapFloor, "heap-floor", gcfloor.Default, "the runner's heap floor in `BYTES` (tether serve --gc-heap-floor; 0: none)")
-	flag.StringVar(&cfg.only, "only", "", "run one case: throughput, latency, replay or idle")
+	flag.StringVar(&cfg.only, "only", "", "run one case: throughput, latency, replay, idle or backlog")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `FILE`")
 	flag.StringVar(&cfg.memprofile, "memprofile", "", "write an exact heap profile of the idle case's runner to `FILE` (its memory figure is then off)")
 	flag.Parse()

@@ -36,13 +36,17 @@ func run(cfg config) error {
 		fmt.Printf("replay: %d frames, seed-only client decoding each %.0f frames/s, passing them on %.0f frames/s, SDK host (batches) %.0f frames/s\n",
 			frames, rates[seedDecoding], rates[seedPassing], rates[sdkHost])
 		return err
+	case "backlog":
+		rs, err := backlogs(self, []int64{55_000_000, 220_000_000}, 10*time.Second, cfg.heapFloor)
+		printBacklogs(rs)
+		return err
 	case "idle":
 		idl, err := idle(self, cfg.sessions, cfg.memprofile, cfg.heapFloor)
 		fmt.Printf("idle: %d sessions, %.1f KiB per session, %d runner threads; init → ready median %s vs the agent's own start %s (+%s)\n",
 			idl.sessions, idl.perSessionKiB, idl.threads, ms(idl.readyMedian), ms(idl.agentStart), ms(idl.readyMedian-idl.agentStart))
 		return err
 	default:
-		return fmt.Errorf("unknown case %q (want throughput, latency, replay or idle)", cfg.only)
+		return fmt.Errorf("unknown case %q (want throughput, latency, replay, idle or backlog)", cfg.only)
 	}
 	tps, err := throughputs(self, fake, cfg)
 	if err != nil {
@@ -163,3 +167,18 @@ func verdict(ok bool) string {
 func us(d time.Duration) string  { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
 func usf(d time.Duration) string { return fmt.Sprintf("%.2fµs", float64(d)/float64(time.Microsecond)) }
 func ms(d time.Duration) string  { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+// printBacklogs prints each backlog run and the growth of the peak from
+// the first to the last.
+func printBacklogs(rs []backlogResult) {
+	for _, r := range rs {
+		fmt.Printf("backlog: %d MB written while the host read nothing for %s: runner RssAnon %.1f MiB before, peak %.1f MiB during the pause, %.1f MiB in all; %d messages delivered in %s%s\n",
+			r.bytes/1_000_000, r.hostPause, float64(r.baseKiB)/1024, float64(r.pausePeakKiB)/1024, float64(r.peakKiB)/1024, r.delivered, ms(r.drainDuration),
+			map[bool]string{true: " (NOT all of them)", false: ""}[r.undelivered])
+	}
+	if len(rs) > 1 && rs[0].peakKiB > 0 {
+		first, last := rs[0], rs[len(rs)-1]
+		fmt.Printf("backlog: %.0f× the backlog, %.2f× the peak (target ≤ 1.1×)\n",
+			float64(last.bytes)/float64(first.bytes), float64(last.peakKiB)/float64(first.peakKiB))
+	}
+}

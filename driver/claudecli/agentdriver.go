@@ -9,6 +9,7 @@ import (
 	"iter"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
@@ -41,6 +42,7 @@ func (d *Canonical) Capabilities() agent.Capabilities {
 // session.started once the CLI has said who it is.
 func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
 	s := newCanonicalSession(d.Now, nil)
+	s.hostKeepsHistory = req.HostKeepsHistory
 	opts := d.Base
 	if opts.Runner == nil && req.Workspace != "" {
 		opts.Cwd = req.Workspace
@@ -81,7 +83,8 @@ func newCanonicalSession(now func() time.Time, rewrite *bashRewriter) *canonical
 	if now == nil {
 		now = time.Now
 	}
-	return &canonicalSession{out: outbox.New(64), pending: map[string]*pendingApproval{}, now: now, rewrite: rewrite}
+	return &canonicalSession{out: outbox.New(64), pending: map[string]*pendingApproval{}, now: now, rewrite: rewrite,
+		controlStarted: make(chan struct{}, 1)}
 }
 
 // prepare sets what the session needs of the SDK: partial messages for
@@ -211,9 +214,12 @@ type canonicalSession struct {
 	mapper  *canonicalMapper
 	pending map[string]*pendingApproval
 	turn    bool
-	kept    history      // the completed items
+	kept    history      // the completed items, unless hostKeepsHistory
 	past    []agent.Item // a resumed conversation's, from the CLI's store
-	ended   bool
+	// hostKeepsHistory: the host's log answers Messages
+	// (StartRequest.HostKeepsHistory), so kept stays empty.
+	hostKeepsHistory bool
+	ended            bool
 	// begun is set once the session is set up; early holds what the
 	// SDK's reader pushed before (nil for the output's end).
 	begun bool
@@ -229,6 +235,11 @@ type canonicalSession struct {
 
 	out       *outbox.Outbox
 	closeOnce sync.Once
+
+	// controls counts the session's control calls under way;
+	// controlStarted is signalled when one starts (see waitRoom).
+	controls       atomic.Int32
+	controlStarted chan struct{}
 }
 
 type pendingApproval struct {
@@ -283,7 +294,35 @@ func (s *canonicalSession) take(msg claude.Message) bool {
 	s.record(events)
 	s.out.Add(events...)
 	s.mu.Unlock()
-	return s.out.WaitRoom(s.ctx) == nil
+	return s.waitRoom()
+}
+
+// waitRoom waits for room in the outbox before more is read; false once
+// the session stops reading. While a control call of the session's waits
+// for its answer, which the CLI writes behind what it wrote before, it
+// reads on past high water (bounded by the call's timeout).
+func (s *canonicalSession) waitRoom() bool {
+	for s.controls.Load() == 0 {
+		woken, err := s.out.WaitRoomOr(s.ctx, s.controlStarted)
+		if err != nil {
+			return false
+		}
+		if !woken {
+			return true
+		}
+	}
+	return s.ctx.Err() == nil
+}
+
+// controlling marks a control call of the session's under way until done
+// is called (see waitRoom).
+func (s *canonicalSession) controlling() (done func()) {
+	s.controls.Add(1)
+	select {
+	case s.controlStarted <- struct{}{}:
+	default:
+	}
+	return func() { s.controls.Add(-1) }
 }
 
 // finish ends the session's events: its output ended (failure, or the
@@ -296,8 +335,12 @@ func (s *canonicalSession) finish(failure error) {
 	s.out.Close()
 }
 
-// record keeps completed items for Messages; call with mu held.
+// record keeps completed items for Messages, unless the host keeps the
+// history; call with mu held.
 func (s *canonicalSession) record(events []agent.Event) {
+	if s.hostKeepsHistory {
+		return
+	}
 	for _, e := range events {
 		if e.Kind == agent.KindItemCompleted {
 			s.kept.add(e.Item)
@@ -380,6 +423,7 @@ func (s *canonicalSession) Interrupt(ctx context.Context) error {
 	if !running {
 		return agent.ErrNoTurn
 	}
+	defer s.controlling()()
 	return s.link.interrupt(ctx)
 }
 
@@ -387,6 +431,9 @@ func (s *canonicalSession) Messages(context.Context) ([]agent.Item, error) {
 	s.mu.Lock()
 	past, kept := s.past, s.kept.snapshot()
 	s.mu.Unlock()
+	if s.hostKeepsHistory {
+		return nil, &agent.HistoryElsewhereError{Past: past}
+	}
 	items, err := kept.items() // decoded without holding up the reader
 	if err != nil {
 		return nil, err
@@ -441,7 +488,10 @@ func (s *canonicalSession) interruptTurn() {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), closeInterruptWait)
 	defer cancel()
-	if s.link.interrupt(ctx) != nil {
+	done := s.controlling()
+	err := s.link.interrupt(ctx)
+	done()
+	if err != nil {
 		return // the CLI is gone or does not answer: closing it ends the turn
 	}
 	select {

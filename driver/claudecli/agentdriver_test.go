@@ -252,3 +252,30 @@ func TestCanonicalEditedInput(t *testing.T) {
 		t.Error("the call ran with the input the model asked")
 	}
 }
+
+// A session whose host keeps the history (the runner's log) keeps no
+// completed items of its own: Messages says where they are.
+func TestCanonicalHostKeepsHistory(t *testing.T) {
+	d, dir := mockDriver(t, "demo")
+	s, err := d.Start(ctxFor(t), agent.StartRequest{Workspace: dir, HostKeepsHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := events(t, s)
+	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	asked := waitFor(t, ch, agent.KindApprovalRequested)
+	if err := s.Resolve(ctxFor(t), agent.Resolution{ApprovalID: asked.Approval.ID, Decision: agent.Deny}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ch, agent.KindTurnCompleted)
+	items, err := s.Messages(ctxFor(t))
+	var elsewhere *agent.HistoryElsewhereError
+	if !errors.As(err, &elsewhere) || len(items) != 0 || len(elsewhere.Past) != 0 {
+		t.Fatalf("Messages = %d items, %v; want the history left to the host", len(items), err)
+	}
+	if !errors.Is(err, agent.ErrHistoryElsewhere) {
+		t.Fatalf("%v does not match ErrHistoryElsewhere", err)
+	}
+}

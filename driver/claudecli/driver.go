@@ -114,6 +114,7 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	}
 	s := newCanonicalSession(d.now, nil)
 	s.claim = req.Claim
+	s.hostKeepsHistory = req.HostKeepsHistory
 	opts, cmd, rewrite, err := d.launch(spec, func(o *claude.Options) {
 		if req.Model != "" {
 			o.Model = req.Model

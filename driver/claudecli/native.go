@@ -74,6 +74,7 @@ func contentText(c cc.Content) string {
 // SDK, for a native client that leaves the protocol to the runner; a
 // relay's client sends its own.
 func (s *canonicalSession) Control(ctx context.Context, subtype string, params json.RawMessage) (json.RawMessage, error) {
+	defer s.controlling()()
 	return s.link.control(ctx, subtype, params)
 }
 

@@ -101,6 +101,12 @@ func (c *conn) run(request context.Context) {
 				code, reason = websocket.StatusGoingAway, "runner shutting down"
 			}
 			_ = c.ws.Close(code, reason)
+		} else if err != nil && ctx.Err() == nil {
+			// The host can be sent nothing more (its events cannot be
+			// read, say): closing tells it so; it would wait for frames
+			// that never come.
+			c.log.Warn("protocol v1: the session's events could not be sent", "err", err)
+			_ = c.ws.Close(websocket.StatusInternalError, "the session's events could not be sent")
 		}
 		written <- err
 	}()

@@ -53,6 +53,9 @@ type runnerOpts struct {
 	env      map[string]string // more mock environment (TETHER_MOCK_N, …)
 	dir      string            // data directory to reuse (a restart); "" = new
 	maxFrame int64
+	// wrap, when set, is the core the front end sees, made from the real
+	// one (to make it fail on cue).
+	wrap func(sessions.Core) sessions.Core
 }
 
 func startRunner(t testing.TB, scenario string, grace time.Duration) *testRunner {
@@ -79,7 +82,11 @@ func startRunnerWith(t testing.TB, o runnerOpts) *testRunner {
 	if maxFrame == 0 {
 		maxFrame = 1 << 20
 	}
-	v1 := &protov1.Server{Sessions: core.Sessions, GracePeriod: o.grace, MaxFrameSize: maxFrame, PingInterval: time.Second}
+	var seen sessions.Core = core.Sessions
+	if o.wrap != nil {
+		seen = o.wrap(seen)
+	}
+	v1 := &protov1.Server{Sessions: seen, GracePeriod: o.grace, MaxFrameSize: maxFrame, PingInterval: time.Second}
 	srv := httptest.NewServer(v1)
 	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

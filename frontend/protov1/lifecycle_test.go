@@ -1,9 +1,16 @@
 package protov1_test
 
 import (
+	"context"
+	"errors"
+	"iter"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
 
 	"github.com/tetherhq/tether/internal/mockclaude"
 )
@@ -87,5 +94,32 @@ func TestQueryWhileATurnRuns(t *testing.T) {
 		if f["type"] == "error" {
 			t.Fatalf("q3: %v", f)
 		}
+	}
+}
+
+// unreadableCore is a core whose events cannot be read once the session
+// has started (its log failed, say).
+type unreadableCore struct{ sessions.Core }
+
+func (c unreadableCore) EventGroups(ctx context.Context, id string, after uint64, max int) iter.Seq2[[]agent.Event, error] {
+	return func(yield func([]agent.Event, error) bool) {
+		yield(nil, errors.New("the log cannot be read"))
+	}
+}
+
+// A host whose events cannot be sent is told so and let go: an error
+// frame, then the connection closes; it does not wait for frames that
+// never come.
+func TestHostIsLetGoWhenItsEventsCannotBeSent(t *testing.T) {
+	tr := startRunnerWith(t, runnerOpts{scenario: "text", grace: time.Minute,
+		wrap: func(c sessions.Core) sessions.Core { return unreadableCore{c} }})
+	c := tr.dial()
+	c.send(map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "w1"})
+	frames, status := c.expectClosed()
+	if status != websocket.StatusInternalError {
+		t.Fatalf("closed with %v, want %v", status, websocket.StatusInternalError)
+	}
+	if len(frames) != 1 || frames[0]["type"] != "error" || frames[0]["code"] != "internal_error" {
+		t.Fatalf("frames before the close: %v", frames)
 	}
 }

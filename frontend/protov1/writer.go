@@ -35,6 +35,14 @@ const writeTimeout = 30 * time.Second
 // until the session has ended (errSessionOver) or ctx ends.
 func (c *conn) writeEvents(ctx context.Context, id string, after uint64) error {
 	p := newProjector(c.relay, func(turnID string, before uint64) string { return c.findRequest(ctx, id, turnID, before) })
+	// The host paces its session, as a local SDK's reader paces the CLI:
+	// a host that reads slowly holds the agent back rather than leaving
+	// the log to run ahead of it.
+	pacer, err := c.srv.Sessions.Pace(id, after)
+	if err != nil {
+		return err
+	}
+	defer pacer.Close()
 	var frames []frame
 	var scratch []byte
 	for group, err := range c.srv.Sessions.EventGroups(ctx, id, after, groupFrames) {
@@ -47,12 +55,12 @@ func (c *conn) writeEvents(ctx context.Context, id string, after uint64) error {
 			return err
 		}
 		frames, scratch = c.project(p, group, frames[:0], scratch[:0])
-		if len(frames) == 0 {
-			continue
+		if len(frames) > 0 {
+			if err := c.writeGroup(ctx, frames); err != nil {
+				return err
+			}
 		}
-		if err := c.writeGroup(ctx, frames); err != nil {
-			return err
-		}
+		pacer.Sent(uint64(group[len(group)-1].Seq))
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

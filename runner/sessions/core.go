@@ -43,6 +43,9 @@ type Core interface {
 	// most max each: for a reader that writes a burst at once.
 	EventGroups(ctx context.Context, id string, after uint64, max int) iter.Seq2[[]agent.Event, error]
 	Feed(ctx context.Context, after uint64) iter.Seq2[FeedEvent, error]
+	// Pace makes a reader hold the session's agent back to its own pace
+	// (a session's host); see Pacer.
+	Pace(id string, after uint64) (*Pacer, error)
 	FeedStart() (uint64, error)
 	FeedEnd() (uint64, error)
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/tetherhq/tether/agent"
 )
@@ -100,10 +101,19 @@ func (m *Manager) Messages(ctx context.Context, id string) ([]agent.Item, error)
 	if err != nil {
 		return nil, err
 	}
-	if items, err := s.agent.Messages(ctx); err == nil {
+	items, err := s.agent.Messages(ctx)
+	if err == nil {
 		return items, nil
 	}
-	return m.loggedItems(ctx, id)
+	// The log has what the agent did not keep (HostKeepsHistory); the
+	// agent, what came before the session.
+	var elsewhere *agent.HistoryElsewhereError
+	errors.As(err, &elsewhere)
+	logged, err := m.loggedItems(ctx, id)
+	if err != nil || elsewhere == nil {
+		return logged, err
+	}
+	return append(slices.Clip(elsewhere.Past), logged...), nil
 }
 
 // loggedItems are the items the session's log has completed.

@@ -259,7 +259,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	}
 	id := newID()
 	start := agent.StartRequest{Resume: req.Resume, Fork: req.Fork, Model: req.Model, Options: req.Options,
-		Native: req.Native || req.Relay, Relay: req.Relay}
+		Native: req.Native || req.Relay, Relay: req.Relay, HostKeepsHistory: true}
 	if start.Native && req.Resume == "" {
 		id = newNativeID()
 		start.NativeID = id
@@ -312,7 +312,7 @@ func (m *Manager) Reopen(ctx context.Context, id string, lastSeq uint64, relay b
 	rec.Relay = relay && rec.Native
 	rec.State, rec.TurnID = StateIdle, ""
 	s, err := m.start(ctx, d, rec, agent.StartRequest{Resume: rec.NativeID, Model: rec.Model, Options: rec.Options,
-		Native: rec.Native, Relay: rec.Relay})
+		Native: rec.Native, Relay: rec.Relay, HostKeepsHistory: true})
 	if err != nil {
 		return Info{}, err
 	}

@@ -98,7 +98,11 @@ func follow(t *testing.T, m *sessions.Manager, id string, after uint64) <-chan a
 			if err != nil {
 				return
 			}
-			ch <- e
+			select {
+			case ch <- e:
+			case <-c.Done(): // a test that stopped reading
+				return
+			}
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -39,6 +39,13 @@ type session struct {
 	done    chan struct{} // closed when the pump has logged the last event
 	closing sync.Once
 
+	// pacers hold the pump back (pace.go): paced wakes it when one moves
+	// on; unpaced is closed once the session begins to close.
+	pacers  map[*Pacer]bool
+	paced   chan struct{}
+	unpaced chan struct{}
+	unpace  sync.Once
+
 	// requests are the RequestIDs of the prompts whose turn has not
 	// started (requests.go).
 	requests promptRequests
@@ -46,7 +53,7 @@ type session struct {
 
 func newSession(m *Manager, rec record, a agent.Session, ws *workspace.Workspace, prep *preparation) *session {
 	s := &session{m: m, agent: a, ws: ws, rec: rec, prep: prep, done: make(chan struct{}), idle: make(chan struct{}),
-		subs: map[*subscriber]bool{}}
+		subs: map[*subscriber]bool{}, paced: make(chan struct{}, 1), unpaced: make(chan struct{})}
 	s.updateIdleLocked()
 	return s
 }
@@ -106,6 +113,7 @@ func (s *session) relay(ctx context.Context) (end agent.Event) {
 	}
 	defer safe.Recover(s.m.log.With("session", s.rec.ID, "agent", s.rec.Agent), "session pump", func(p *safe.PanicError) {
 		failure := &agent.Error{Code: agent.ErrorInternal, Message: p.Error()}
+		s.stopPacing()
 		_ = s.agent.Close()
 		s.failTurn(ctx, failure)
 		end = ended(failure)
@@ -126,6 +134,7 @@ func (s *session) relay(ctx context.Context) (end agent.Event) {
 			}
 			s.track(ctx, &batch[i])
 		}
+		s.waitForPacers(ctx)
 		if err := s.appendBatch(ctx, batch[:n]); err != nil {
 			s.m.log.Error("session events not logged", "session", s.rec.ID, "agent", s.rec.Agent, "events", n, "err", err)
 		}
@@ -549,6 +558,7 @@ func (s *session) lagged(sub *subscriber) bool {
 // close ends the agent and waits for the pump to log its end.
 func (s *session) close(ctx context.Context) error {
 	var err error
+	s.stopPacing()
 	s.closing.Do(func() { err = s.agent.Close() })
 	select {
 	case <-s.done:

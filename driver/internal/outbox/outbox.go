@@ -46,17 +46,27 @@ func (o *Outbox) Add(events ...agent.Event) {
 // WaitRoom waits until the queue is below high water or the box is
 // closed; it returns ctx's error if ctx ends first.
 func (o *Outbox) WaitRoom(ctx context.Context) error {
+	_, err := o.WaitRoomOr(ctx, nil)
+	return err
+}
+
+// WaitRoomOr is WaitRoom that also gives up when wake fires (woken true):
+// for a writer that must read on past high water at times, such as one
+// whose agent's answer to a control call comes behind its events.
+func (o *Outbox) WaitRoomOr(ctx context.Context, wake <-chan struct{}) (woken bool, err error) {
 	for {
 		o.mu.Lock()
 		full := len(o.queue) >= o.high && !o.closed
 		o.mu.Unlock()
 		if !full {
-			return nil
+			return false, nil
 		}
 		select {
 		case <-o.room:
+		case <-wake:
+			return true, nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 	}
 }
