@@ -7,7 +7,11 @@
 // are the runner's, not an agent's. It prints a table; see
 // docs/benchmarks.md.
 //
-//	go run ./bench/eventsbench [-n 5000] [-interval 200us] [-burst 100000]
+// The turns case prompts the mock agent again and again, each prompt after
+// an idle moment, and measures each event from its own time (the driver
+// made it) to its arrival: the events of a turn as they really come.
+//
+//	go run ./bench/eventsbench [-n 5000] [-interval 200us] [-burst 100000] [-turns 200] [-data /dev/shm]
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/internal/gcfloor"
 	"github.com/tetherhq/tether/runner/approvals"
@@ -34,19 +39,22 @@ func main() {
 	n := flag.Int("n", 5000, "paced events for the latency case")
 	interval := flag.Duration("interval", 200*time.Microsecond, "pause between paced events")
 	burst := flag.Int("burst", 100_000, "events for the throughput case")
+	nTurns := flag.Int("turns", 200, "the mock's turns for the turns case (a burst of events each, after an idle moment)")
+	idle := flag.Duration("idle", 50*time.Millisecond, "the idle moment before each turn")
+	dataDir := flag.String("data", os.TempDir(), "where the data directory goes (a tmpfs such as /dev/shm takes the disk out)")
 	floor := flag.Int64("heap-floor", gcfloor.Default, "the heap floor in `BYTES`, as tether serve --gc-heap-floor (0: none)")
 	flag.Parse()
 	// As in tether serve: while events flow fast, the collector does not
 	// run below the floor.
 	defer gcfloor.Start(uint64(max(*floor, 0))).Stop()
-	if err := run(*n, *interval, *burst); err != nil {
+	if err := run(*dataDir, *n, *interval, *burst, *nTurns, *idle); err != nil {
 		fmt.Fprintln(os.Stderr, "eventsbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, interval time.Duration, burst int) error {
-	dir, err := os.MkdirTemp("", "eventsbench-")
+func run(parent string, n int, interval time.Duration, burst, nTurns int, idle time.Duration) error {
+	dir, err := os.MkdirTemp(parent, "eventsbench-")
 	if err != nil {
 		return err
 	}
@@ -65,12 +73,21 @@ func run(n int, interval time.Duration, burst int) error {
 	if err != nil {
 		return err
 	}
+	tr, err := turns(c, nTurns, idle)
+	if err != nil {
+		return err
+	}
 	fmt.Println("| measure | result | target |")
 	fmt.Println("|---|---:|---|")
 	fmt.Printf("| event latency p50, driver → API client on loopback (%d events, one per %v) | %v | — |\n", n, interval, lat[0])
 	fmt.Printf("| event latency p99 | %v | ≤ 1 ms |\n", lat[1])
 	fmt.Printf("| event latency max | %v | — |\n", lat[2])
 	fmt.Printf("| burst of %d events, driver → API client | %.0f events/s | — |\n", burst, rate)
+	fmt.Printf("| turns as they come: %d turns of the mock (%d events), each after %v idle; latency p50 (arrival less the event's time) | %v | — |\n",
+		tr.turns, tr.events, idle, tr.all[0])
+	fmt.Printf("| the same, p99 | %v | ≤ 1 ms |\n", tr.all[1])
+	fmt.Printf("| the same, max | %v | — |\n", tr.all[2])
+	fmt.Printf("| turn.started alone, p50 / p99 | %v / %v | — |\n", tr.started[0], tr.started[1])
 	return nil
 }
 
@@ -89,7 +106,7 @@ func serve(dir string) (string, func(), error) {
 		log.Close()
 		return "", nil, err
 	}
-	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"paced": pacedDriver{}},
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"paced": pacedDriver{}, "mock": mock.New(mock.Config{})},
 		Workspaces: ws, Log: log, Approvals: store})
 	if err != nil {
 		store.Close()

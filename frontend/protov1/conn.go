@@ -60,7 +60,7 @@ func (c *conn) run(request context.Context) {
 		c.refuse(ctx, err)
 		return
 	}
-	info, resumed, after, err := c.open(ctx, init)
+	info, resumed, after, err := c.openApart(ctx, init)
 	if err != nil {
 		c.refuse(ctx, err)
 		return
@@ -125,6 +125,28 @@ func (c *conn) run(request context.Context) {
 		writeErr = <-written
 	}
 	c.close(readErr, writeErr)
+}
+
+// openApart is open on a goroutine of its own. A session's start runs
+// deep (the driver, the agent's process, the workspace) and grows the
+// stack it runs on, which Go gives back only slowly; the connection's
+// reader lives as long as the session, idle most of that time, and keeps
+// a small stack this way.
+func (c *conn) openApart(ctx context.Context, init v1.Init) (sessions.Info, bool, uint64, error) {
+	type opened struct {
+		info    sessions.Info
+		resumed bool
+		after   uint64
+		err     error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		defer safe.Recover(c.log, "protocol v1 open", func(p *safe.PanicError) { done <- opened{err: p} })
+		info, resumed, after, err := c.open(ctx, init)
+		done <- opened{info, resumed, after, err}
+	}()
+	o := <-done
+	return o.info, o.resumed, o.after, o.err
 }
 
 // logOpened logs a host's session: which workspace, and which token by
