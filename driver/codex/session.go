@@ -41,8 +41,6 @@ type session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	out    *outbox.Outbox
-	// limit wakes the watchdog that interrupts a turn past the timeout.
-	limit chan string
 
 	mu        sync.Mutex
 	m         *mapper
@@ -68,12 +66,11 @@ func start(ctx context.Context, d *Driver, cmd *transport.Command, req agent.Sta
 		return nil, fmt.Errorf("codex: start app-server: %w", err)
 	}
 	s := &session{d: d, conn: conn, rpc: newRPC(conn), log: d.cfg.Logger, now: d.cfg.Now,
-		out: outbox.New(outboxHighWater), limit: make(chan string, 1), m: newMapper(d.cfg.Now),
+		out: outbox.New(outboxHighWater), m: newMapper(d.cfg.Now),
 		approvals: newApprovals()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go s.read()
-	go s.watchdog()
 	if err := s.open(ctx, req); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -319,41 +316,32 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	s.turnID = res.Turn.ID
 	if t := s.d.cfg.TurnTimeout; t > 0 {
 		id := res.Turn.ID
-		s.timer = time.AfterFunc(t, func() {
-			select {
-			case s.limit <- id:
-			default:
-			}
-		})
+		s.timer = time.AfterFunc(t, func() { s.interruptPastLimit(id) })
 	}
 	return nil
 }
 
-// watchdog interrupts a turn that ran past driver.Config.TurnTimeout; the turn
-// then fails with turn_limit.
-func (s *session) watchdog() {
+// interruptPastLimit interrupts turn id, which ran past
+// driver.Config.TurnTimeout; the turn then fails with turn_limit. It runs
+// on the timer's goroutine, which the session's wait group owns once it
+// has begun (a closing session has no turn to limit).
+func (s *session) interruptPastLimit(id string) {
+	s.mu.Lock()
+	current := s.turnOn && s.turnID == id && !s.closing
+	if current {
+		s.m.limited = true
+		s.wg.Add(1)
+	}
+	thread := s.thread
+	s.mu.Unlock()
+	if !current {
+		return
+	}
 	defer s.wg.Done()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case id := <-s.limit:
-			s.mu.Lock()
-			current := s.turnOn && s.turnID == id
-			if current {
-				s.m.limited = true
-			}
-			thread := s.thread
-			s.mu.Unlock()
-			if !current {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(s.ctx, answerTimeout)
-			if err := s.rpc.call(ctx, &codexapp.TurnInterruptParams{ThreadID: thread, TurnID: id}, nil); err != nil {
-				s.log.Warn("codex: interrupting a turn past its timeout", "turn", id, "err", err)
-			}
-			cancel()
-		}
+	ctx, cancel := context.WithTimeout(s.ctx, answerTimeout)
+	defer cancel()
+	if err := s.rpc.call(ctx, &codexapp.TurnInterruptParams{ThreadID: thread, TurnID: id}, nil); err != nil {
+		s.log.Warn("codex: interrupting a turn past its timeout", "turn", id, "err", err)
 	}
 }
 
