@@ -22,6 +22,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
@@ -69,10 +71,12 @@ func run(parent string, n int, interval time.Duration, burst, nTurns int, idle t
 	if err != nil {
 		return err
 	}
+	written := diskWrites()
 	rate, err := throughput(c, burst)
 	if err != nil {
 		return err
 	}
+	written = diskWrites() - written
 	tr, err := turns(c, nTurns, idle)
 	if err != nil {
 		return err
@@ -83,12 +87,29 @@ func run(parent string, n int, interval time.Duration, burst, nTurns int, idle t
 	fmt.Printf("| event latency p99 | %v | ≤ 1 ms |\n", lat[1])
 	fmt.Printf("| event latency max | %v | — |\n", lat[2])
 	fmt.Printf("| burst of %d events, driver → API client | %.0f events/s | — |\n", burst, rate)
+	fmt.Printf("| bytes written to disk per event of the burst (the log, its commits; /proc/self/io) | %.0f | — |\n", float64(written)/float64(burst))
 	fmt.Printf("| turns as they come: %d turns of the mock (%d events), each after %v idle; latency p50 (arrival less the event's time) | %v | — |\n",
 		tr.turns, tr.events, idle, tr.all[0])
 	fmt.Printf("| the same, p99 | %v | ≤ 1 ms |\n", tr.all[1])
 	fmt.Printf("| the same, max | %v | — |\n", tr.all[2])
 	fmt.Printf("| turn.started alone, p50 / p99 | %v / %v | — |\n", tr.started[0], tr.started[1])
 	return nil
+}
+
+// diskWrites is what this process has had written to storage so far
+// (write_bytes of /proc/self/io), 0 where that cannot be read.
+func diskWrites() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // serve starts the sessions core and its API on loopback.
