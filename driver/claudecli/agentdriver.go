@@ -151,9 +151,14 @@ func (s *canonicalSession) begin(link cliLink, model, cwd string) {
 // reader hands each message to pushed: the session needs no reader of its
 // own. What came before the session began is mapped first, in order.
 func (s *canonicalSession) beginPushed(link cliLink, model, cwd string) {
-	early := s.start(link, model, cwd)
-	for _, msg := range early {
-		s.pushed(msg)
+	// Held while what came early is mapped: a message the SDK's reader
+	// pushes meanwhile waits, and comes after them.
+	s.delivery.Lock()
+	defer s.delivery.Unlock()
+	for _, msg := range s.start(link, model, cwd) {
+		// Mapped without waiting for room: nobody takes the session's
+		// events before Start returns.
+		s.deliver(msg, false)
 	}
 }
 
@@ -176,6 +181,8 @@ func (s *canonicalSession) start(link cliLink, model, cwd string) []claude.Messa
 // output) or once the session stops reading. A message that comes before
 // the session has begun waits for it.
 func (s *canonicalSession) pushed(msg claude.Message) {
+	s.delivery.Lock()
+	defer s.delivery.Unlock()
 	s.mu.Lock()
 	if !s.begun {
 		s.early = append(s.early, msg)
@@ -183,13 +190,23 @@ func (s *canonicalSession) pushed(msg claude.Message) {
 		return
 	}
 	s.mu.Unlock()
+	s.deliver(msg, true)
+}
+
+// deliver maps one pushed message (nil: the output ended), waiting for
+// room after it when wait is set; call with delivery held.
+func (s *canonicalSession) deliver(msg claude.Message, wait bool) {
 	if s.stopped {
 		return
 	}
-	if msg == nil || !s.take(msg) {
-		s.stopped = true
-		s.finish(nil)
+	if msg != nil {
+		s.mapOne(msg)
+		if !wait || s.waitRoom() {
+			return
+		}
 	}
+	s.stopped = true
+	s.finish(nil)
 }
 
 // canonicalSession is one Claude Code conversation. One goroutine reads
@@ -224,9 +241,11 @@ type canonicalSession struct {
 	// SDK's reader pushed before (nil for the output's end).
 	begun bool
 	early []claude.Message
-	// stopped: the pushed messages' session has finished; only the SDK's
-	// reader goroutine touches it, after begin.
-	stopped bool
+	// delivery orders pushed messages: the SDK's reader and, once, the
+	// start, which maps what came early. stopped (under delivery): the
+	// session's events have ended.
+	delivery sync.Mutex
+	stopped  bool
 	// closing: the host closes the session (a turn it ends is
 	// interrupted, not failed); turnOver, when set, is closed at the
 	// running turn's end.
@@ -276,6 +295,12 @@ func (s *canonicalSession) read() {
 // take maps one message of the CLI's, and waits for room for more; false
 // once the session stops reading (it is closing).
 func (s *canonicalSession) take(msg claude.Message) bool {
+	s.mapOne(msg)
+	return s.waitRoom()
+}
+
+// mapOne maps one message of the CLI's into the outbox.
+func (s *canonicalSession) mapOne(msg claude.Message) {
 	msg = s.unwrapped(msg)
 	s.mu.Lock()
 	var events []agent.Event
@@ -294,7 +319,6 @@ func (s *canonicalSession) take(msg claude.Message) bool {
 	s.record(events)
 	s.out.Add(events...)
 	s.mu.Unlock()
-	return s.waitRoom()
 }
 
 // waitRoom waits for room in the outbox before more is read; false once
