@@ -237,6 +237,15 @@ func agentRunnerJourney(t *testing.T, kind string) {
 			}
 			resumedEvents := r.api.stream("/v1/sessions/" + resumed.ID + "/events")
 			r.turn(t, resumed.ID, resumedEvents, "SAY again", "")
+			// The past once, then the session's own turn.
+			var after struct{ Items []agent.Item }
+			r.api.call("GET", "/v1/sessions/"+resumed.ID+"/messages", "", &after, "")
+			if n := countItems(after.Items, agent.ItemUserMessage, "hello through the runner"); n != 1 {
+				t.Fatalf("the resumed session's messages hold the first prompt %d times: %+v", n, after.Items)
+			}
+			if n := countItems(after.Items, agent.ItemUserMessage, "SAY again"); n != 1 {
+				t.Fatalf("the resumed session's messages hold its own prompt %d times: %+v", n, after.Items)
+			}
 			reqs := r.requests()
 			if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "hello through the runner") {
 				t.Fatalf("the model was not sent the first turn after the resume: %s", last.Body)
@@ -332,6 +341,17 @@ func hasChange(changes []agent.FileChange, name string) bool {
 		}
 	}
 	return false
+}
+
+// countItems counts the items of type typ whose text holds text.
+func countItems(items []agent.Item, typ agent.ItemType, text string) int {
+	n := 0
+	for _, it := range items {
+		if it.Type == typ && strings.Contains(it.Text, text) {
+			n++
+		}
+	}
+	return n
 }
 
 func hasText(items []agent.Item, text string) bool {

@@ -106,14 +106,19 @@ func (m *Manager) Messages(ctx context.Context, id string) ([]agent.Item, error)
 		return items, nil
 	}
 	// The log has what the agent did not keep (HostKeepsHistory); the
-	// agent, what came before the session.
+	// agent, what came before the session: the first PastItems of what
+	// it reports (a session reopened after a restart reports its own
+	// earlier turns too, which the log has).
 	var elsewhere *agent.HistoryElsewhereError
 	errors.As(err, &elsewhere)
 	logged, err := m.loggedItems(ctx, id)
 	if err != nil || elsewhere == nil {
 		return logged, err
 	}
-	return append(slices.Clip(elsewhere.Past), logged...), nil
+	s.mu.Lock()
+	n := min(s.rec.PastItems, len(elsewhere.Past))
+	s.mu.Unlock()
+	return append(slices.Clip(elsewhere.Past[:n]), logged...), nil
 }
 
 // loggedItems are the items the session's log has completed.

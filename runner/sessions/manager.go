@@ -135,6 +135,10 @@ type record struct {
 	Info
 	Model   string          `json:"model,omitempty"`
 	Options json.RawMessage `json:"options,omitempty"`
+	// PastItems counts the items of the agent's conversation from before
+	// the session (one created to resume it), which its driver reports
+	// and the log does not hold; the log holds everything after.
+	PastItems int `json:"past_items,omitempty"`
 }
 
 // Manager runs canonical sessions. Its methods are safe for concurrent
@@ -273,6 +277,17 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	return s.snapshot(), nil
 }
 
+// pastItems is how many items a resumed conversation had before the
+// session, as its driver reports them (0 when it keeps the whole history).
+func pastItems(ctx context.Context, a agent.Session) int {
+	_, err := a.Messages(ctx)
+	var elsewhere *agent.HistoryElsewhereError
+	if errors.As(err, &elsewhere) {
+		return len(elsewhere.Past)
+	}
+	return 0
+}
+
 // Reopen starts a session that has ended again, under its id and in its
 // workspace: its agent resumes the conversation (its native id), and its
 // log goes on from its last seq. lastSeq is the last seq the client saw:
@@ -388,6 +403,9 @@ func (m *Manager) start(ctx context.Context, d agent.Driver, rec record, req age
 	rec.NativeID = agentSession.NativeID()
 	if last, err := m.cfg.Log.Last(id); err == nil {
 		rec.LastSeq = last
+	}
+	if req.Resume != "" && rec.LastSeq == 0 {
+		rec.PastItems = pastItems(ctx, agentSession)
 	}
 	s := newSession(m, rec, agentSession, ws, prep)
 	m.mu.Lock()
