@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -111,16 +107,4 @@ func sampleRSS(pid int, peak *atomic.Int64) (stop func()) {
 }
 
 // rssAnonKiB is a process's anonymous resident memory, from /proc.
-func rssAnonKiB(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func rssAnonKiB(pid int) int64 { return procStatus(pid, "RssAnon:") }
