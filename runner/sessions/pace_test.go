@@ -1,53 +1,14 @@
 package sessions_test
 
 import (
-	"context"
-	"iter"
 	"testing"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/internal/testing/runnertest"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
 )
-
-// flooder is the mock whose sessions, after each turn's start, write n
-// native events as fast as the session takes them.
-type flooder struct {
-	agent.Driver
-	n int
-}
-
-func (d flooder) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
-	s, err := d.Driver.Start(ctx, req)
-	return floodSession{s, d.n}, err
-}
-
-type floodSession struct {
-	agent.Session
-	n int
-}
-
-func (s floodSession) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
-	return func(yield func(agent.Event, error) bool) {
-		for e, err := range s.Session.Events(ctx) {
-			if !yield(e, err) {
-				return
-			}
-			if e.Kind != agent.KindTurnStarted {
-				continue
-			}
-			for range s.n {
-				if !yield(agent.Event{Kind: agent.KindNative, SessionID: e.SessionID, TurnID: e.TurnID, Time: e.Time,
-					Raw: []byte(`{"type":"stream_event"}`), RawChecked: true}, nil) {
-					return
-				}
-			}
-		}
-	}
-}
 
 // lastSeqReaches waits until the session has logged at least seq.
 func lastSeqReaches(t *testing.T, m *sessions.Manager, id string, seq uint64) uint64 {
@@ -74,7 +35,7 @@ func lastSeqReaches(t *testing.T, m *sessions.Manager, id string, seq uint64) ui
 // pacing the agent runs free to the turn's end.
 func TestPacerHoldsTheAgentBack(t *testing.T) {
 	const flood = 5000
-	m := runnertest.Manager(t, map[string]agent.Driver{"flood": flooder{mock.New(mock.Config{}), flood}}, eventlog.Options{})
+	m := runnertest.Manager(t, map[string]agent.Driver{"flood": newNativeWriter(flood, true, `{"type":"stream_event"}`)}, eventlog.Options{})
 	s, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "flood", WorkspaceID: "flood"})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +72,7 @@ func TestPacerHoldsTheAgentBack(t *testing.T) {
 
 // A pacer that never moves holds nothing up once the session closes.
 func TestClosingIsNotHeldByAPacer(t *testing.T) {
-	m := runnertest.Manager(t, map[string]agent.Driver{"flood": flooder{mock.New(mock.Config{}), 5000}}, eventlog.Options{})
+	m := runnertest.Manager(t, map[string]agent.Driver{"flood": newNativeWriter(5000, true, `{"type":"stream_event"}`)}, eventlog.Options{})
 	s, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "flood", WorkspaceID: "flood"})
 	if err != nil {
 		t.Fatal(err)

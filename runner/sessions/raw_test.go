@@ -1,56 +1,14 @@
 package sessions_test
 
 import (
-	"context"
-	"encoding/json"
-	"iter"
 	"strings"
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
-	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/internal/testing/runnertest"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
 )
-
-// rawWriter is the mock whose sessions, after each turn's start, give
-// the payloads it holds as native events, vouched for or not.
-type rawWriter struct {
-	agent.Driver
-	raws    []string
-	checked bool
-}
-
-func (d rawWriter) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
-	s, err := d.Driver.Start(ctx, req)
-	return rawSession{s, d}, err
-}
-
-type rawSession struct {
-	agent.Session
-	d rawWriter
-}
-
-func (s rawSession) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
-	return func(yield func(agent.Event, error) bool) {
-		for e, err := range s.Session.Events(ctx) {
-			if !yield(e, err) {
-				return
-			}
-			if e.Kind != agent.KindTurnStarted {
-				continue
-			}
-			for _, raw := range s.d.raws {
-				native := agent.Event{Kind: agent.KindNative, SessionID: e.SessionID, TurnID: e.TurnID, Time: e.Time,
-					Raw: json.RawMessage(raw), RawChecked: s.d.checked}
-				if !yield(native, nil) {
-					return
-				}
-			}
-		}
-	}
-}
 
 // Every payload the log holds is JSON a client's decoder reads: one that
 // is not JSON, or nests deeper than agent.MaxRawDepth, is not logged (a
@@ -60,7 +18,7 @@ func TestRawPayloadsAreCheckedOnce(t *testing.T) {
 	deep := strings.Repeat("[", agent.MaxRawDepth+1) + strings.Repeat("]", agent.MaxRawDepth+1)
 	fits := strings.Repeat("[", agent.MaxRawDepth) + strings.Repeat("]", agent.MaxRawDepth)
 	m := runnertest.Manager(t, map[string]agent.Driver{
-		"raw": rawWriter{Driver: mock.New(mock.Config{}), raws: []string{`{"ok":1}`, `{"cut":`, deep, fits}},
+		"raw": newNativeWriter(4, false, `{"ok":1}`, `{"cut":`, deep, fits),
 	}, eventlog.Options{})
 	s, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "raw", WorkspaceID: "raw"})
 	if err != nil {
