@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/internal/testing/boltpages"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
 )
@@ -92,47 +92,17 @@ func populated(t *testing.T) (string, map[string]uint64) {
 // (branches and leaves), as bbolt sees them.
 func pages(t *testing.T, path string) (tree []int, count int) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
-		for id := 2; ; id++ {
-			info, err := tx.Page(id)
-			if err != nil || info == nil {
-				count = id
-				return err
-			}
-			if info.Type == "leaf" || info.Type == "branch" {
-				tree = append(tree, id)
-			}
-			id += info.OverflowCount
+	for _, p := range boltpages.List(t, path) {
+		if p.Type == "leaf" || p.Type == "branch" {
+			tree = append(tree, p.ID)
 		}
-	})
-	if err != nil {
-		t.Fatal(err)
+		count = p.ID + p.Overflow + 1
 	}
 	return tree, count
 }
 
 // overwrite puts garbage over page id of the file.
-func overwrite(t *testing.T, path string, id int) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	garbage := make([]byte, os.Getpagesize())
-	r := rand.New(rand.NewPCG(uint64(id), 3))
-	for i := range garbage {
-		garbage[i] = byte(r.Uint32())
-	}
-	if _, err := f.WriteAt(garbage, int64(id*len(garbage))); err != nil {
-		t.Fatal(err)
-	}
-}
+func overwrite(t *testing.T, path string, id int) { boltpages.Overwrite(t, path, id, 3) }
 
 // damage is a way to damage a store's file.
 type damage struct {
@@ -150,7 +120,7 @@ func overwriteALeaf(t *testing.T, path string) {
 	}
 	for i := len(tree) - 1; i >= 0; i-- {
 		try := filepath.Join(t.TempDir(), "events.db")
-		copyFile(t, path, try)
+		boltpages.Copy(t, path, try)
 		overwrite(t, try, tree[i])
 		rep, err := eventlog.Salvage(context.Background(), try, try+".out")
 		if err != nil {
@@ -382,16 +352,5 @@ func TestRecoverLeavesWholeStoresAndStoresInUse(t *testing.T) {
 	}
 	if r := tether(t, data, "", cleanEnv(), "recover"); r.code != 2 || !strings.Contains(r.stderr, "--data is required") {
 		t.Fatalf("no --data: exit %d: %s", r.code, r.stderr)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
 	}
 }

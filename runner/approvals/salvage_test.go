@@ -6,16 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/testing/boltpages"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog/boltfile"
 )
@@ -65,49 +63,22 @@ func storeWithRecords(t testing.TB) (string, map[string]approvals.Record) {
 // overflow of a leaf holding a large value...), the nth from the end.
 func pageOfType(t testing.TB, path, typ string, n int) int {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var ids []int
-	err = db.View(func(tx *bolt.Tx) error {
-		for id := 2; ; id++ {
-			info, err := tx.Page(id)
-			if err != nil || info == nil {
-				return err
-			}
-			if info.Type == typ {
-				ids = append(ids, id)
-			}
-			if typ == "overflow" && info.OverflowCount > 0 {
-				ids = append(ids, id+1)
-			}
-			id += info.OverflowCount
+	for _, p := range boltpages.List(t, path) {
+		if p.Type == typ {
+			ids = append(ids, p.ID)
 		}
-	})
-	if err != nil || len(ids) <= n {
-		t.Fatalf("no %s page %d: %v %v", typ, n, ids, err)
+		if typ == "overflow" && p.Overflow > 0 {
+			ids = append(ids, p.ID+1)
+		}
+	}
+	if len(ids) <= n {
+		t.Fatalf("no %s page %d: %v", typ, n, ids)
 	}
 	return ids[len(ids)-1-n]
 }
 
-func overwritePage(t testing.TB, path string, id int) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	garbage := make([]byte, os.Getpagesize())
-	r := rand.New(rand.NewPCG(uint64(id), 2))
-	for i := range garbage {
-		garbage[i] = byte(r.Uint32())
-	}
-	if _, err := f.WriteAt(garbage, int64(id*len(garbage))); err != nil {
-		t.Fatal(err)
-	}
-}
+func overwritePage(t testing.TB, path string, id int) { boltpages.Overwrite(t, path, id, 2) }
 
 func TestOpenRefusesADamagedStore(t *testing.T) {
 	for name, damage := range map[string]func(t *testing.T, path string) string{
@@ -189,7 +160,7 @@ func TestSalvageEveryPage(t *testing.T) {
 	refused, lost := 0, 0
 	for id := 2; id < pages; id++ {
 		damaged := filepath.Join(t.TempDir(), "approvals.db")
-		copyFile(t, path, damaged)
+		boltpages.Copy(t, path, damaged)
 		overwritePage(t, damaged, id)
 		s, err := approvals.Open(damaged, nil)
 		if err == nil {
@@ -251,17 +222,6 @@ func TestSalvageRefusesAStoreInUse(t *testing.T) {
 		t.Fatalf("Salvage of a store in use: %v", err)
 	}
 	_ = s
-}
-
-func copyFile(t testing.TB, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // An empty file is not damaged: bbolt makes a new store of it.

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/tetherhq/tether/internal/testing/boltpages"
 )
 
 // damagedLogSessions is how many sessions damagedLog writes.
@@ -77,48 +76,18 @@ func payloadOf(session string, seq uint64) string {
 	return fmt.Sprintf("%s/%d/%s", session, seq, strings.Repeat("x", int(seq%7)*40))
 }
 
-func overwritePage(t testing.TB, path string, id int) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	garbage := make([]byte, os.Getpagesize())
-	r := rand.New(rand.NewPCG(uint64(id), 1))
-	for i := range garbage {
-		garbage[i] = byte(r.Uint32())
-	}
-	if _, err := f.WriteAt(garbage, int64(id*len(garbage))); err != nil {
-		t.Fatal(err)
-	}
-}
+func overwritePage(t testing.TB, path string, id int) { boltpages.Overwrite(t, path, id, 1) }
 
 // treePages lists the pages of the file that hold its trees (branches
 // and leaves), as bbolt sees them: bbolt reuses free pages in no fixed
 // order, so where they are changes from run to run.
 func treePages(t testing.TB, path string) []int {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var ids []int
-	err = db.View(func(tx *bolt.Tx) error {
-		for id := 2; ; id++ {
-			info, err := tx.Page(id)
-			if err != nil || info == nil {
-				return err
-			}
-			if info.Type == "leaf" || info.Type == "branch" {
-				ids = append(ids, id)
-			}
-			id += info.OverflowCount
+	for _, p := range boltpages.List(t, path) {
+		if p.Type == "leaf" || p.Type == "branch" {
+			ids = append(ids, p.ID)
 		}
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return ids
 }
@@ -176,17 +145,6 @@ func TestOpenRefusesACutFile(t *testing.T) {
 		t.Fatalf("Open: %v, want a *DamagedError saying the file is cut short", err)
 	}
 	t.Log(err)
-}
-
-func copyTo(t testing.TB, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // An empty file is not damaged: bbolt makes a new log of it, as of a file

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tetherhq/tether/internal/testing/boltpages"
 	"github.com/tetherhq/tether/runner/eventlog/boltfile"
 )
 
@@ -74,7 +75,7 @@ func TestSalvageEveryPage(t *testing.T) {
 	partial := 0
 	for _, id := range treePages(t, path) {
 		damaged := filepath.Join(t.TempDir(), "events.db")
-		copyTo(t, path, damaged)
+		boltpages.Copy(t, path, damaged)
 		overwritePage(t, damaged, id)
 		_, err := Open(damaged, Options{})
 		var de *DamagedError
@@ -105,7 +106,7 @@ func TestSalvageLosesOnlyTheDamagedPage(t *testing.T) {
 	var rep *SalvageReport
 	for id = usedPages(t, path) - 1; id > 2; id-- { // a page whose loss is one session's
 		damaged := filepath.Join(t.TempDir(), "events.db")
-		copyTo(t, path, damaged)
+		boltpages.Copy(t, path, damaged)
 		overwritePage(t, damaged, id)
 		if l, err := Open(damaged, Options{}); err == nil { // a value's bytes: the structure is whole
 			l.Close()
@@ -154,7 +155,7 @@ func TestSalvageCutFile(t *testing.T) {
 	orig, last := damagedLog(t)
 	for _, keep := range []float64{0.3, 0.5, 0.7, 0.9} {
 		path := filepath.Join(t.TempDir(), "events.db")
-		copyTo(t, orig, path)
+		boltpages.Copy(t, orig, path)
 		if err := os.Truncate(path, int64(float64(usedPages(t, path))*keep)*int64(os.Getpagesize())); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherhq/tether/internal/testing/boltpages"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
 )
@@ -97,59 +97,18 @@ func mixed(t testing.TB, opts *bolt.Options) string {
 // pageTypes lists the type of every page of the file, as bbolt sees it.
 func pageTypes(t testing.TB, path string) []string {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var types []string
-	err = db.View(func(tx *bolt.Tx) error {
-		for id := 0; ; id++ {
-			info, err := tx.Page(id)
-			if err != nil || info == nil {
-				return err
-			}
-			types = append(types, info.Type)
-			for range info.OverflowCount {
-				types = append(types, "overflow")
-				id++
-			}
+	for _, p := range boltpages.List(t, path) {
+		types = append(types, p.Type)
+		for range p.Overflow {
+			types = append(types, "overflow")
 		}
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return types
 }
 
 // overwrite puts garbage over page id of the file.
-func overwrite(t testing.TB, path string, id int) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	garbage := make([]byte, os.Getpagesize())
-	r := rand.New(rand.NewPCG(uint64(id), 7))
-	for i := range garbage {
-		garbage[i] = byte(r.Uint32())
-	}
-	if _, err := f.WriteAt(garbage, int64(id*os.Getpagesize())); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func copyFile(t testing.TB, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
+func overwrite(t testing.TB, path string, id int) { boltpages.Overwrite(t, path, id, 7) }
 
 // readAll opens the file with bbolt as a store does and reads every key
 // and value of every bucket: what a store that trusted Check would do.
@@ -220,7 +179,7 @@ func TestCheckFindsEveryOverwrittenPage(t *testing.T) {
 			for id, typ := range types[2:] {
 				id += 2
 				damagedPath := filepath.Join(t.TempDir(), "damaged.db")
-				copyFile(t, path, damagedPath)
+				boltpages.Copy(t, path, damagedPath)
 				overwrite(t, damagedPath, id)
 				err := Check(damagedPath)
 				tried[typ]++
@@ -268,7 +227,7 @@ func TestCheckReasons(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "events.db")
-			copyFile(t, path, p)
+			boltpages.Copy(t, path, p)
 			c.damage(p)
 			err := Check(p)
 			var de *DamagedError
