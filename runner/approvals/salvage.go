@@ -47,22 +47,16 @@ type SessionSalvage struct {
 // one wins). It fails only when it cannot read src at all, nor write
 // dst; a src still in use fails with boltfile.ErrInUse.
 func Salvage(ctx context.Context, src, dst string) (*SalvageReport, error) {
-	if _, err := os.Lstat(dst); err == nil {
-		return nil, fmt.Errorf("approvals: salvage into %s: %w", dst, os.ErrExist)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("approvals: salvage: %w", err)
-	}
-	f, osf, err := boltfile.OpenPath(src)
-	var unusable *boltfile.DamagedError
-	if err != nil && !errors.As(err, &unusable) {
-		return nil, fmt.Errorf("approvals: salvage %s: %w", src, err)
+	f, osf, unusable, err := boltfile.OpenSalvage(src, dst)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: %w", err)
 	}
 	if osf != nil {
 		defer osf.Close()
 	}
 	s := &salvager{ctx: ctx, records: map[string]found{}}
-	if unusable != nil {
-		s.report.Lost = append(s.report.Lost, "the whole file: "+unusable.Reason)
+	if unusable != "" {
+		s.report.Lost = append(s.report.Lost, "the whole file: "+unusable)
 	} else if err := s.salvage(f); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package eventlog
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -77,15 +76,9 @@ const salvageBatch = 8 << 20
 // when it cannot read src at all, nor write dst (which it then removes); a
 // src still in use fails with boltfile.ErrInUse.
 func Salvage(ctx context.Context, src, dst string) (*SalvageReport, error) {
-	if _, err := os.Lstat(dst); err == nil {
-		return nil, fmt.Errorf("eventlog: salvage into %s: %w", dst, os.ErrExist)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("eventlog: salvage: %w", err)
-	}
-	f, osf, err := boltfile.OpenPath(src)
-	var unusable *boltfile.DamagedError
-	if err != nil && !errors.As(err, &unusable) {
-		return nil, fmt.Errorf("eventlog: salvage %s: %w", src, err)
+	f, osf, unusable, err := boltfile.OpenSalvage(src, dst)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
 	}
 	if osf != nil {
 		defer osf.Close()
@@ -95,8 +88,8 @@ func Salvage(ctx context.Context, src, dst string) (*SalvageReport, error) {
 		return nil, err
 	}
 	s := &salvager{ctx: ctx, out: out, sessions: map[string]*salvaged{}}
-	if unusable != nil {
-		s.report.Lost = append(s.report.Lost, "the whole file: "+unusable.Reason)
+	if unusable != "" {
+		s.report.Lost = append(s.report.Lost, "the whole file: "+unusable)
 	} else {
 		s.report.Note = f.Note
 		err = s.salvage(f)

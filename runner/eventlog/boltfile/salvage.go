@@ -98,6 +98,27 @@ func OpenPath(path string) (*File, *os.File, error) {
 	return f, osf, nil
 }
 
+// OpenSalvage opens src for a salvage into dst (see OpenPath), which must
+// not exist yet. A file too damaged to read at all is no error: f is nil
+// and unusable says why, for the salvage's report. Close osf when done
+// (it is nil when f is).
+func OpenSalvage(src, dst string) (f *File, osf *os.File, unusable string, err error) {
+	if _, err := os.Lstat(dst); err == nil {
+		return nil, nil, "", fmt.Errorf("salvage into %s: %w", dst, os.ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, "", fmt.Errorf("salvage: %w", err)
+	}
+	f, osf, err = OpenPath(src)
+	var damaged *DamagedError
+	switch {
+	case errors.As(err, &damaged):
+		return nil, nil, damaged.Reason, nil
+	case err != nil:
+		return nil, nil, "", fmt.Errorf("salvage %s: %w", src, err)
+	}
+	return f, osf, "", nil
+}
+
 // Root is the file's root bucket, which holds its top-level buckets.
 func (f *File) Root() *Bucket { return &Bucket{f: f, ref: bucketRef{root: f.root}} }
 
