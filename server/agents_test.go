@@ -2,14 +2,12 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tetherhq/tether/internal/testing/runnertest"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/server"
 )
@@ -17,23 +15,7 @@ import (
 // get calls the sessions API with tokenA and decodes the answer.
 func get(t *testing.T, r *running, method, path, body string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest(method, "http://"+r.addr+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+tokenA)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s: %v: %s", method, path, err, data)
-		}
-	}
-	return resp.StatusCode
+	return runnertest.Call(t, "http://"+r.addr, tokenA, method, path, body, out)
 }
 
 // The sessions API offers Claude Code and the mock on any runner; a kind

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/fakeorchestrator"
+	"github.com/tetherhq/tether/internal/testing/runnertest"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
@@ -78,23 +77,7 @@ func agentsOf(t *testing.T, p *serveProc) (offered map[string]any, unavailable m
 // apiCall calls a runner's sessions API with testToken.
 func apiCall(t *testing.T, p *serveProc, method, path, body string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest(method, "http://"+p.addr+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s: %v: %s", method, path, err, data)
-		}
-	}
-	return resp.StatusCode
+	return runnertest.Call(t, "http://"+p.addr, testToken, method, path, body, out)
 }
 
 // turnOf creates a session of kind with prompt and returns what `tether
