@@ -70,6 +70,7 @@ const (
 	CauseInterrupted Cause = "interrupted" // the turn was interrupted first
 	CauseTurnEnded   Cause = "turn_ended"  // the turn or session ended first
 	CauseAgent       Cause = "agent"       // the agent withdrew or settled it itself
+	CauseRunnerLost  Cause = "runner_lost" // the session's runner left the fleet without a word
 )
 
 // Resolution answers an approval. The first resolution of an approval

@@ -100,6 +100,11 @@ type SessionInfo struct {
 // reopen continues it.
 const ReasonRestarted = "restarted"
 
+// ReasonRunnerLost ends a session whose runner stopped answering its
+// fleet (it died, or lost its network): the fleet writes it once, for
+// the runner that cannot.
+const ReasonRunnerLost = "runner_lost"
+
 // TurnStatus is how a turn ended.
 type TurnStatus string
 

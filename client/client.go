@@ -46,6 +46,20 @@ type Session struct {
 	Created     time.Time `json:"created"`
 	LastSeq     uint64    `json:"last_seq"`
 	TurnID      string    `json:"turn_id,omitempty"` // the running turn's
+	// Runner is the fleet runner the session lives on.
+	Runner string `json:"runner,omitempty"`
+}
+
+// Runner is one runner of a fleet (GET /v1/runners).
+type Runner struct {
+	Name        string    `json:"name"`
+	Addr        string    `json:"addr,omitempty"`
+	Agents      []string  `json:"agents"`
+	Sessions    int       `json:"sessions"`
+	MaxSessions int       `json:"max_sessions,omitempty"`
+	Load        float64   `json:"load"`
+	State       string    `json:"state"` // active, draining, lost
+	Heartbeat   time.Time `json:"heartbeat"`
 }
 
 // CreateRequest starts a session; Prompt, if set, starts its first turn.
@@ -56,6 +70,20 @@ type CreateRequest struct {
 	Resume      string `json:"resume,omitempty"`
 	Fork        bool   `json:"fork,omitempty"`
 	Prompt      string `json:"prompt,omitempty"`
+	// Runner, in a fleet, names the runner to start the session on.
+	Runner string `json:"runner,omitempty"`
+}
+
+// Runners lists a fleet's runners.
+func (c *Client) Runners(ctx context.Context) ([]Runner, error) {
+	var out struct{ Runners []Runner }
+	return out.Runners, c.do(ctx, "GET", "/v1/runners", nil, &out)
+}
+
+// Drain stops new placements on a fleet's runner (drain false lets them
+// in again); its sessions go on.
+func (c *Client) Drain(ctx context.Context, runner string, drain bool) error {
+	return c.do(ctx, "POST", "/v1/runners/"+url.PathEscape(runner)+"/drain", map[string]bool{"drain": drain}, nil)
 }
 
 // Error is an error answer of the API. It matches the agent package's

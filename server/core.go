@@ -13,6 +13,7 @@ import (
 	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/fleet"
 	"github.com/tetherhq/tether/runner/sessions"
 	"github.com/tetherhq/tether/runner/workspace"
 )
@@ -62,18 +63,26 @@ type canonical struct {
 	// clis are the CLIs the agents offered run, by kind.
 	clis     map[string]string
 	sessions *sessions.Manager
+	// core is what the front ends serve: sessions, or in a fleet the
+	// fleet's core over it (member).
+	core   sessions.Core
+	fleet  *fleet.Fleet
+	member *fleet.Core
+	logger *slog.Logger
 }
 
 // canonicalOptions are where the two differ.
 type canonicalOptions struct {
 	onCommit func(took time.Duration, events int, err error) // the event log's
 	observer sessions.Observer
+	fleet    *fleet.Config // join a fleet (tether serve)
 }
 
 // openCanonical opens the canonical core; on an error nothing is left
 // open.
 func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonical, err error) {
 	c.proxies = newKeyProxies(log)
+	c.logger = log
 	defer func() {
 		if err != nil {
 			c.close()
@@ -82,6 +91,16 @@ func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonica
 	if c.log, err = eventlog.Open(filepath.Join(cfg.DataDir, "events.db"), eventlog.Options{Logger: log,
 		FlushInterval: cfg.LogCommitWindow, OnCommit: o.onCommit}); err != nil {
 		return c, withRemedy(err, cfg.DataDir)
+	}
+	var elog eventlog.Log = c.log
+	observer := o.observer
+	if o.fleet != nil {
+		fc := *o.fleet
+		fc.Logger, fc.MaxSessions = log, cfg.MaxSessions
+		if c.fleet, err = fleet.Open(context.Background(), fc); err != nil {
+			return c, err
+		}
+		elog, observer = c.fleet.Log(c.log), c.fleet.Observer(observer)
 	}
 	if c.workspaces, err = workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")}); err != nil {
 		return c, err
@@ -98,9 +117,20 @@ func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonica
 	}
 	c.clis = offered.clis
 	c.sessions, err = sessions.New(sessions.Config{Drivers: offered.drivers, Unavailable: offered.unavailable,
-		Workspaces: c.workspaces, Log: c.log, Approvals: c.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
-		IndexDir: filepath.Join(cfg.DataDir, "sessions"), Observer: o.observer})
-	return c, err
+		Workspaces: c.workspaces, Log: elog, Approvals: c.approvals, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log,
+		IndexDir: filepath.Join(cfg.DataDir, "sessions"), Observer: observer, MaxSessions: cfg.MaxSessions})
+	if err != nil {
+		return c, err
+	}
+	c.core = c.sessions
+	if c.fleet != nil {
+		if c.member, err = c.fleet.Serve(context.Background(), c.sessions); err != nil {
+			return c, err
+		}
+		c.core = c.member
+		log.Info("runner joined its fleet", "name", c.member.Name())
+	}
+	return c, nil
 }
 
 // withRemedy completes the error of a damaged event log or approvals
@@ -125,6 +155,7 @@ func shellQuote(s string) string {
 
 // close releases what openCanonical opened (the sessions shut down first).
 func (c canonical) close() {
+	c.leaveFleet()
 	if c.approvals != nil {
 		c.approvals.Close()
 	}
@@ -190,4 +221,19 @@ func (c *Core) close() {
 		c.stop()
 	}
 	c.canonical.close()
+}
+
+// leaveFleet hands what the runner logged to the fleet and leaves it
+// (nothing without one). It is called once the sessions have ended.
+func (c canonical) leaveFleet() {
+	if c.member != nil {
+		leave, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		if err := c.member.Leave(leave); err != nil {
+			c.logger.Warn("leaving the fleet", "err", err)
+		}
+		cancel()
+	}
+	if c.fleet != nil {
+		c.fleet.Close()
+	}
 }

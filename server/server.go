@@ -22,6 +22,7 @@ import (
 	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/metrics"
 	"github.com/tetherhq/tether/runner/auth"
+	"github.com/tetherhq/tether/runner/fleet"
 	"github.com/tetherhq/tether/runner/sessions"
 )
 
@@ -95,7 +96,11 @@ type Config struct {
 	MetricsAddr string
 	// MetricsReady, if set, receives the metrics listener's address.
 	MetricsReady func(addr string)
-	Logger       *slog.Logger
+	// Fleet, when set, joins the runner to a fleet of runners on NATS
+	// JetStream (see runner/fleet and docs/fleet.md); nil: it runs alone
+	// and starts no NATS.
+	Fleet  *fleet.Config
+	Logger *slog.Logger
 	// Ready, if set, receives the listening address once serving.
 	Ready func(addr string)
 }
@@ -114,6 +119,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Listening before the core opens gives a fleet the runner's address;
+	// connections wait in the backlog until it serves.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	defer ln.Close()
+	if cfg.Fleet != nil && cfg.Fleet.Addr == "" {
+		fc := *cfg.Fleet
+		fc.Addr = ln.Addr().String()
+		cfg.Fleet = &fc
+	}
 	parts, err := assemble(cfg, log)
 	if err != nil {
 		return err
@@ -121,6 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer parts.log.Close()
 	defer parts.proxies.Close()
 	defer parts.approvals.Close()
+	defer parts.leaveFleet() // after the sessions ended, before the log closes
 	parts.stopExpiry = expireApprovals(parts.sessions, log)
 	defer parts.stopExpiry() // at once on any early return; shutdown stops it first otherwise
 	stopMetrics, err := serveMetrics(cfg, parts.metrics, log)
@@ -128,10 +146,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer stopMetrics()
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("server: listen: %w", err)
-	}
 	var shuttingDown atomic.Bool
 	// Requests get a context of their own, cancelled once the runner has
 	// shut down: a WebSocket is hijacked, so http.Server.Shutdown neither
@@ -323,7 +337,8 @@ func makeDirs(cfg Config) error {
 
 func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 	p := &parts{metrics: metrics.New(metrics.Options{Process: true})}
-	if p.canonical, err = openCanonical(cfg, log, canonicalOptions{onCommit: p.metrics.LogCommitted, observer: p.metrics}); err != nil {
+	if p.canonical, err = openCanonical(cfg, log, canonicalOptions{onCommit: p.metrics.LogCommitted, observer: p.metrics,
+		fleet: cfg.Fleet}); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -333,7 +348,7 @@ func assemble(cfg Config, log *slog.Logger) (_ *parts, err error) {
 	}()
 	p.metrics.Watch(metrics.Sources{Sessions: p.sessions})
 	// Protocol v1's sessions are Claude Code's: its lines name the agent.
-	p.v1 = &protov1.Server{Sessions: p.sessions, MaxFrameSize: cfg.MaxFrameSize, GracePeriod: cfg.GracePeriod,
+	p.v1 = &protov1.Server{Sessions: p.core, MaxFrameSize: cfg.MaxFrameSize, GracePeriod: cfg.GracePeriod,
 		Logger: log.With("agent", "claude")}
 	return p, nil
 }
@@ -355,7 +370,7 @@ func routes(p *parts, tokens *auth.Tokens, cfg Config, log *slog.Logger, shuttin
 	})
 	limiter := auth.NewLimiter(cfg.MaxConnsPerToken)
 	mux.Handle("/sessions", auth.Middleware(tokens, log, p.metrics.Track("protocol_v1", limitPerToken(limiter, p.v1))))
-	api := sessionsapi.Handler(sessionsapi.Config{Sessions: p.sessions, Logger: log, Observer: p.metrics.Delivery("sessions_api"),
+	api := sessionsapi.Handler(sessionsapi.Config{Sessions: p.core, Logger: log, Observer: p.metrics.Delivery("sessions_api"),
 		By: func(r *http.Request) string { id, _ := auth.IDFromContext(r.Context()); return id }})
 	mux.Handle("/v1/", auth.Middleware(tokens, log, p.metrics.Track("sessions_api", limitPerToken(limiter, api))))
 	if cfg.MetricsAddr == "" {

@@ -70,7 +70,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.AddCommand(newRunCmd(), newServeCmd(), newVersionCmd(), newMockCmd(),
-		newSessionsCmd(), newApprovalsCmd(), newApproveCmd(), newDenyCmd(), newAttachCmd())
+		newSessionsCmd(), newApprovalsCmd(), newApproveCmd(), newDenyCmd(), newAttachCmd(), newFleetCmd())
 	root.AddCommand(newShimCmd(), newDaemonCmd())
 	root.AddCommand(newRecoverCmd())
 	return root

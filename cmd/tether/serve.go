@@ -15,6 +15,7 @@ import (
 	"github.com/tetherhq/tether/internal/gcfloor"
 	"github.com/tetherhq/tether/runner/auth"
 	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/fleet"
 	"github.com/tetherhq/tether/server"
 )
 
@@ -119,6 +120,7 @@ func newServeCmd() *cobra.Command {
 	var cfg server.Config
 	var sandbox, tokenFile, data, logFormat, logLevel string
 	var clis []string
+	var fleetCfg fleet.Config
 	var heapFloor int64
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -138,6 +140,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			cfg.Auth = auth.LoadOptions{File: tokenFile, Getenv: os.Getenv}
+			if cfg.Fleet, err = fleetFlags(fleetCfg); err != nil {
+				return err
+			}
 			logger, err := newLogger(os.Stderr, logFormat, logLevel)
 			if err != nil {
 				return err
@@ -177,7 +182,24 @@ func newServeCmd() *cobra.Command {
 		"how long the event log gathers frames into one commit (longer: fewer fsyncs, more frames lost with a crash)")
 	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", "",
 		"serve /metrics on its own listener at `ADDRESS`, without a token (default: on --addr, behind the hosts' tokens)")
+	fl.StringSliceVar(&fleetCfg.URLs, "nats", nil, "join a fleet on the NATS system with JetStream at `URL[,URL...]`")
+	fl.StringVar(&fleetCfg.CredsFile, "nats-creds", "", "NATS credentials `FILE` for the fleet's connection")
+	fl.StringVar(&fleetCfg.NodeConfig, "nats-config", "",
+		"run an embedded NATS node from this nats-server configuration `FILE` and join the fleet through it (see docs/fleet.md)")
+	fl.StringVar(&fleetCfg.Name, "runner-name", "", "this runner's `NAME` in the fleet (default: host and port)")
 	defineAgentFlags(fl, &cfg, &clis, &sandbox)
 	defineProcessFlags(fl, &logFormat, &logLevel, &heapFloor)
 	return cmd
+}
+
+// fleetFlags is the fleet the flags ask for: nil without --nats or
+// --nats-config.
+func fleetFlags(c fleet.Config) (*fleet.Config, error) {
+	if len(c.URLs) == 0 && c.NodeConfig == "" {
+		if c.CredsFile != "" || c.Name != "" {
+			return nil, fmt.Errorf("%w: --nats-creds and --runner-name need --nats or --nats-config", server.ErrInvalidConfig)
+		}
+		return nil, nil
+	}
+	return &c, nil
 }

@@ -112,6 +112,15 @@ func startServe(t *testing.T, env []string, args ...string) *serveProc {
 // it listens; the test's end kills it.
 func watchServe(t *testing.T, cmd *exec.Cmd) *serveProc {
 	t.Helper()
+	p, addr := spawnServe(t, cmd)
+	p.awaitAddr(addr)
+	return p
+}
+
+// spawnServe starts cmd and follows its log; the address it listens on
+// arrives on the channel (see awaitAddr). The test's end kills it.
+func spawnServe(t *testing.T, cmd *exec.Cmd) (*serveProc, <-chan string) {
+	t.Helper()
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -144,14 +153,19 @@ func watchServe(t *testing.T, cmd *exec.Cmd) *serveProc {
 		_ = cmd.Process.Kill()
 		<-p.exited
 	})
+	return p, addr
+}
+
+// awaitAddr waits until the runner says where it listens.
+func (p *serveProc) awaitAddr(addr <-chan string) {
+	p.t.Helper()
 	select {
 	case p.addr = <-addr:
 	case <-p.exited:
-		t.Fatalf("tether serve exited early:\n%s", p.log())
+		p.t.Fatalf("tether serve exited early:\n%s", p.log())
 	case <-time.After(waitLimit):
-		t.Fatalf("tether serve did not say where it listens:\n%s", p.log())
+		p.t.Fatalf("tether serve did not say where it listens:\n%s", p.log())
 	}
-	return p
 }
 
 func (p *serveProc) log() string {

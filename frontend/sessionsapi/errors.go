@@ -26,7 +26,6 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 
 // fail maps the core's errors onto statuses and codes.
 func (a *api) fail(w http.ResponseWriter, err error) {
-	var busy *workspace.BusyError
 	switch {
 	case errors.Is(err, sessions.ErrNotFound):
 		writeError(w, http.StatusNotFound, "session_not_found", err.Error())
@@ -34,7 +33,7 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, "unknown_agent", err.Error())
 	case errors.Is(err, workspace.ErrInvalidID):
 		writeError(w, http.StatusBadRequest, "invalid_workspace_id", err.Error())
-	case errors.As(err, &busy):
+	case errors.Is(err, workspace.ErrBusy):
 		writeError(w, http.StatusConflict, "workspace_busy", err.Error())
 	case errors.Is(err, agent.ErrTurnInProgress):
 		writeError(w, http.StatusConflict, "turn_in_progress", err.Error())
@@ -54,6 +53,14 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadGateway, "agent_start_failed", err.Error())
 	case errors.Is(err, sessions.ErrShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
+	case errors.Is(err, sessions.ErrTooManySessions):
+		writeError(w, http.StatusServiceUnavailable, "no_room", err.Error())
+	case errors.Is(err, sessions.ErrDraining):
+		writeError(w, http.StatusServiceUnavailable, "runner_draining", err.Error())
+	case errors.Is(err, sessions.ErrNoRunner):
+		writeError(w, http.StatusNotFound, "runner_not_found", err.Error())
+	case errors.Is(err, sessions.ErrRunnerGone):
+		writeError(w, http.StatusBadGateway, "runner_gone", err.Error())
 	default:
 		a.cfg.Logger.Error("sessions API request failed", "err", err)
 		writeError(w, http.StatusInternalServerError, "internal_error", err.Error())

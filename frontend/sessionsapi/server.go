@@ -94,6 +94,8 @@ func (a *api) routes() []route {
 		{"GET", "/v1/events", a.feed},
 		{"GET", "/v1/approvals", a.approvals},
 		{"POST", "/v1/sessions/{id}/approvals/{approval}/resolve", a.resolve},
+		{"GET", "/v1/runners", a.runners},
+		{"POST", "/v1/runners/{name}/drain", a.drain},
 	}
 }
 
@@ -124,6 +126,8 @@ type createBody struct {
 	Fork bool `json:"fork,omitempty"`
 	// Prompt, when set, starts the first turn at once.
 	Prompt string `json:"prompt,omitempty"`
+	// Runner, in a fleet, names the runner to start the session on.
+	Runner string `json:"runner,omitempty"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -136,7 +140,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, err := a.m.Create(r.Context(), sessions.CreateRequest{Agent: body.Agent, WorkspaceID: body.WorkspaceID,
-		Model: body.Model, Resume: body.Resume, Fork: body.Fork})
+		Model: body.Model, Resume: body.Resume, Fork: body.Fork, Runner: body.Runner})
 	if err != nil {
 		a.fail(w, err)
 		return

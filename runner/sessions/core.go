@@ -3,7 +3,9 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
+	"time"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/runner/approvals"
@@ -56,3 +58,45 @@ type Core interface {
 }
 
 var _ Core = (*Manager)(nil)
+
+// Runner is one runner of a fleet, as its registry has it.
+type Runner struct {
+	Name   string   `json:"name"`
+	Addr   string   `json:"addr,omitempty"`
+	Agents []string `json:"agents"`
+	// Sessions counts its live sessions; MaxSessions is its room (0: no
+	// bound); Load is Sessions over MaxSessions, or Sessions when there
+	// is no bound.
+	Sessions    int     `json:"sessions"`
+	MaxSessions int     `json:"max_sessions,omitempty"`
+	Load        float64 `json:"load"`
+	// State is active, draining (it takes no new sessions) or lost (its
+	// heartbeats stopped).
+	State     string    `json:"state"`
+	Heartbeat time.Time `json:"heartbeat"`
+}
+
+// What a core that spans runners may answer besides the errors of one.
+var (
+	// ErrDraining: the runner is draining and takes no new session.
+	ErrDraining = errors.New("sessions: the runner is draining: it takes no new sessions")
+	// ErrNoRunner: a request names a runner the fleet does not have.
+	ErrNoRunner = errors.New("sessions: no such runner")
+	// ErrRunnerGone: the runner a session lives on does not answer.
+	ErrRunnerGone = errors.New("sessions: the session's runner does not answer")
+)
+
+// Runner states.
+const (
+	RunnerActive   = "active"
+	RunnerDraining = "draining"
+	RunnerLost     = "lost"
+)
+
+// Fleet is what a core that spans runners adds to Core; a front end finds
+// it with a type assertion. Drain stops (or, with drain false, resumes)
+// new placements on a runner while its sessions go on.
+type Fleet interface {
+	Runners(ctx context.Context) ([]Runner, error)
+	Drain(ctx context.Context, runner string, drain bool) error
+}

@@ -110,6 +110,9 @@ type Info struct {
 	// Relay: the control side of it too.
 	Native bool `json:"native,omitempty"`
 	Relay  bool `json:"relay,omitempty"`
+	// Runner names the fleet runner the session lives on (empty on a
+	// runner alone).
+	Runner string `json:"runner,omitempty"`
 }
 
 // CreateRequest starts a session.
@@ -127,6 +130,9 @@ type CreateRequest struct {
 	// agent's own protocol (protocol v1). A native session's id is the
 	// agent's conversation id where the agent lets it be chosen.
 	Native, Relay bool
+	// Runner asks a fleet to place the session on that runner (a lone
+	// runner ignores it).
+	Runner string
 }
 
 // record is what the index keeps of a session: its Info, and what a

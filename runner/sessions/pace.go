@@ -44,12 +44,18 @@ func (m *Manager) Pace(id string, after uint64) (*Pacer, error) {
 
 // Sent says the reader has sent on every event up to seq.
 func (p *Pacer) Sent(seq uint64) {
+	if p == nil { // a session elsewhere in a fleet: nothing to hold back
+		return
+	}
 	p.sent.Store(seq)
 	p.s.paceSignal()
 }
 
 // Close ends the pacing: the session no longer waits for this reader.
 func (p *Pacer) Close() {
+	if p == nil {
+		return
+	}
 	p.once.Do(func() {
 		p.s.mu.Lock()
 		delete(p.s.pacers, p)

@@ -1,0 +1,212 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultHeartbeat = time.Second
+	// DefaultLostAfter is how long a runner may miss its heartbeats
+	// before the fleet ends its sessions (runner_lost).
+	DefaultLostAfter = 5 * time.Second
+	// DefaultMaxEventsPerSession is the stream's retention per session,
+	// as the runner's own log's.
+	DefaultMaxEventsPerSession = 200_000
+	// dedupWindow is how long the stream remembers a message id: a
+	// publish retried within it is not written twice.
+	dedupWindow = 2 * time.Minute
+)
+
+// Config joins a runner to a fleet. URLs or NodeConfig is required.
+type Config struct {
+	// Name names the runner in the fleet; empty: host and port of Addr.
+	Name string
+	// Addr is where hosts reach this runner (listed in GET /v1/runners).
+	Addr string
+	// URLs of an existing NATS system with JetStream.
+	URLs []string
+	// CredsFile is a standard NATS credentials file.
+	CredsFile string
+	// NodeConfig is a nats-server configuration file: the runner runs
+	// that NATS node in its own process and connects to it.
+	NodeConfig string
+	// Replicas of the stream and buckets; 0: the embedded node's peers
+	// (at most 3), or 3 on an existing cluster, 1 on a lone server.
+	Replicas int
+	// MaxSessions is the runner's room (0: no bound), for placement.
+	MaxSessions int
+	// Heartbeat and LostAfter: see DefaultHeartbeat, DefaultLostAfter.
+	Heartbeat, LostAfter time.Duration
+	// ConnectTimeout bounds the start: the connection, JetStream's
+	// quorum, the stream and buckets (DefaultConnectTimeout).
+	ConnectTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Fleet is one runner's membership of a fleet: its NATS connection (and
+// node, when embedded), the stream and buckets. Core serves sessions
+// through it once the runner's own session core is up.
+type Fleet struct {
+	cfg  Config
+	log  *slog.Logger
+	node *Node
+	nc   *nats.Conn
+	js   jetstream.JetStream
+
+	events    jetstream.Stream
+	sessions  jetstream.KeyValue
+	runners   jetstream.KeyValue
+	approvals jetstream.KeyValue
+
+	pub *publisher
+	out *outbox
+
+	closeOnce sync.Once
+}
+
+// Open joins the fleet: it starts the embedded node when configured,
+// connects, waits for JetStream, and makes sure the stream and buckets
+// exist. Its errors say which part failed (ErrUnreachable, ErrRefused,
+// ErrNoJetStream, ErrNodeConfig).
+func Open(ctx context.Context, cfg Config) (_ *Fleet, err error) {
+	if len(cfg.URLs) == 0 && cfg.NodeConfig == "" {
+		return nil, errors.New("fleet: neither NATS URLs nor an embedded node's configuration given")
+	}
+	cfg = withDefaults(cfg)
+	f := &Fleet{cfg: cfg, log: cfg.Logger, out: newOutbox()}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	if cfg.NodeConfig != "" {
+		if f.node, err = StartNode(cfg.NodeConfig, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
+	if f.nc, err = dial(cfg, f.node); err != nil {
+		return nil, err
+	}
+	if f.js, err = jetstream.New(f.nc, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	if err = awaitJetStream(ctx, f.js); err != nil {
+		return nil, err
+	}
+	if err = f.provision(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Name == "" {
+		cfg.Name = defaultName(cfg.Addr)
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = DefaultLostAfter
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	return cfg
+}
+
+// defaultName is the host's name and the runner's port.
+func defaultName(addr string) string {
+	host, _ := os.Hostname()
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		return strings.Trim(host+"-"+port, "-")
+	}
+	return host
+}
+
+// Name is the runner's name in the fleet.
+func (f *Fleet) Name() string { return f.cfg.Name }
+
+func (f *Fleet) replicas() int {
+	switch {
+	case f.cfg.Replicas > 0:
+		return f.cfg.Replicas
+	case f.node != nil:
+		return min(3, f.node.Peers())
+	case f.nc.ConnectedClusterName() != "":
+		return 3
+	}
+	return 1
+}
+
+// provision creates or updates the stream and buckets, retrying while a
+// starting cluster cannot place their replicas yet.
+func (f *Fleet) provision(ctx context.Context) error {
+	r := f.replicas()
+	var err error
+	for {
+		if err = f.provisionOnce(ctx, r); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fleet: creating the stream and buckets (%d replicas): %w", r, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (f *Fleet) provisionOnce(ctx context.Context, replicas int) (err error) {
+	octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	f.events, err = f.js.CreateOrUpdateStream(octx, jetstream.StreamConfig{Name: eventStream,
+		Description: "every session's canonical events, a subject per session",
+		Subjects:    []string{eventSubjects}, Storage: jetstream.FileStorage, Replicas: replicas,
+		Duplicates: dedupWindow, MaxMsgsPerSubject: DefaultMaxEventsPerSession, AllowDirect: true,
+		Discard: jetstream.DiscardOld})
+	if err != nil {
+		return err
+	}
+	kv := func(bucket, what string, ttl time.Duration) (jetstream.KeyValue, error) {
+		return f.js.CreateOrUpdateKeyValue(octx, jetstream.KeyValueConfig{Bucket: bucket, Description: what,
+			Replicas: replicas, TTL: ttl, Storage: jetstream.FileStorage})
+	}
+	if f.sessions, err = kv(sessionsBucket, "every session: its runner, agent, workspace and state", 0); err != nil {
+		return err
+	}
+	if f.runners, err = kv(runnersBucket, "the runners, refreshed by their heartbeats", 10*f.cfg.LostAfter); err != nil {
+		return err
+	}
+	f.approvals, err = kv(approvalsBucket, "every session's approvals, pending and resolved", 0)
+	return err
+}
+
+// Close leaves the fleet: it drains the connection (what the publisher
+// sent is flushed) and stops the embedded node.
+func (f *Fleet) Close() {
+	f.closeOnce.Do(func() {
+		if f.nc != nil {
+			f.nc.Close()
+		}
+		if f.node != nil {
+			f.node.Close()
+		}
+	})
+}

@@ -1,0 +1,38 @@
+package fleet
+
+import (
+	"encoding/base64"
+	"strings"
+)
+
+// The stream, buckets and subjects the fleet uses. Every runner of a
+// fleet must agree on them; they are part of docs/fleet.md.
+const (
+	eventStream     = "TETHER_EVENTS"
+	eventSubjects   = "tether.events.*"
+	sessionsBucket  = "tether-sessions"
+	runnersBucket   = "tether-runners"
+	approvalsBucket = "tether-approvals"
+
+	// headers of an event message
+	seqHeader    = "Tether-Seq"
+	runnerHeader = "Tether-Runner"
+)
+
+// token makes a session id or runner name one subject token and a valid
+// KV key: ids of letters, digits, '-' and '_' stay as they are (every id
+// the core makes); anything else is base64url behind a '='.
+func token(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == "" {
+		return s
+	}
+	return "=" + base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+func eventSubject(session string) string { return "tether.events." + token(session) }
+
+// rpcSubject is where runner name takes commands.
+func rpcSubject(runner string) string { return "tether.rpc." + token(runner) }
+
+// approvalKey names one approval in its bucket.
+func approvalKey(session, id string) string { return token(session) + "." + token(id) }

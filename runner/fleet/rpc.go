@@ -1,0 +1,244 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+// rpcTimeout bounds a command to another runner; a create waits for the
+// agent's start, which takes longer.
+const (
+	rpcTimeout    = 30 * time.Second
+	createTimeout = 2 * time.Minute
+)
+
+// request is a command for the runner that owns a session.
+type request struct {
+	Op         string            `json:"op"`
+	Session    string            `json:"session,omitempty"`
+	Create     *createRequest    `json:"create,omitempty"`
+	Prompt     *agent.Prompt     `json:"prompt,omitempty"`
+	Line       []byte            `json:"line,omitempty"`
+	Subtype    string            `json:"subtype,omitempty"`
+	Params     json.RawMessage   `json:"params,omitempty"`
+	Resolution *agent.Resolution `json:"resolution,omitempty"`
+	LastSeq    uint64            `json:"last_seq,omitempty"`
+	Relay      bool              `json:"relay,omitempty"`
+	Drain      bool              `json:"drain,omitempty"`
+}
+
+// createRequest is sessions.CreateRequest on the wire.
+type createRequest struct {
+	Agent       string          `json:"agent"`
+	WorkspaceID string          `json:"workspace_id,omitempty"`
+	Model       string          `json:"model,omitempty"`
+	Resume      string          `json:"resume,omitempty"`
+	Fork        bool            `json:"fork,omitempty"`
+	Options     json.RawMessage `json:"options,omitempty"`
+	Native      bool            `json:"native,omitempty"`
+	Relay       bool            `json:"relay,omitempty"`
+}
+
+type reply struct {
+	Error      *wireError         `json:"error,omitempty"`
+	Info       *sessions.Info     `json:"info,omitempty"`
+	Raw        json.RawMessage    `json:"raw,omitempty"`
+	Resolution *agent.Resolution  `json:"resolution,omitempty"`
+	Items      []agent.Item       `json:"items,omitempty"`
+	Changes    []agent.FileChange `json:"changes,omitempty"`
+}
+
+// wireError carries an error across runners so that errors.Is on the
+// asking side matches what it matched on the owner.
+type wireError struct {
+	Code    string            `json:"code,omitempty"`
+	Message string            `json:"message"`
+	First   *agent.Resolution `json:"first,omitempty"` // already resolved
+}
+
+// sentinels are the errors a caller matches, by their code on the wire.
+var sentinels = []struct {
+	code string
+	err  error
+}{
+	{"not_found", sessions.ErrNotFound}, {"unknown_agent", sessions.ErrUnknownAgent}, {"ended", sessions.ErrEnded},
+	{"shutting_down", sessions.ErrShuttingDown}, {"agent_start", sessions.ErrAgentStart},
+	{"invalid_request", sessions.ErrInvalidRequest}, {"too_many_sessions", sessions.ErrTooManySessions},
+	{"workspace", sessions.ErrWorkspace}, {"ahead", sessions.ErrAhead}, {"live", sessions.ErrLive},
+	{"workspace_id", workspace.ErrInvalidID}, {"workspace_busy", workspace.ErrBusy},
+	{"unsupported", agent.ErrUnsupported}, {"turn_in_progress", agent.ErrTurnInProgress}, {"no_turn", agent.ErrNoTurn},
+	{"unknown_approval", agent.ErrUnknownApproval}, {"session_ended", agent.ErrSessionEnded},
+	{"invalid_event", agent.ErrInvalidEvent}, {"invalid_options", agent.ErrInvalidOptions},
+	{"bad_answer", agent.ErrBadAnswer}, {"history_elsewhere", agent.ErrHistoryElsewhere},
+	{"runner_gone", sessions.ErrRunnerGone}, {"draining", sessions.ErrDraining},
+}
+
+func toWire(err error) *wireError {
+	if err == nil {
+		return nil
+	}
+	w := &wireError{Message: err.Error()}
+	var already *agent.AlreadyResolvedError
+	if errors.As(err, &already) {
+		w.Code, w.First = "already_resolved", &already.First
+		return w
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			w.Code = s.code
+			break
+		}
+	}
+	return w
+}
+
+// remoteError is an owner's error as the asking runner sees it.
+type remoteError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+func (w *wireError) err() error {
+	if w == nil {
+		return nil
+	}
+	if w.Code == "already_resolved" && w.First != nil {
+		return &agent.AlreadyResolvedError{First: *w.First}
+	}
+	for _, s := range sentinels {
+		if s.code == w.Code {
+			return &remoteError{msg: w.Message, sentinel: s.err}
+		}
+	}
+	return &remoteError{msg: w.Message}
+}
+
+// call sends req to runner and decodes its reply.
+func (f *Fleet) call(ctx context.Context, runner string, req request) (reply, error) {
+	timeout := rpcTimeout
+	if req.Op == "create" {
+		timeout = createTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	data, err := json.Marshal(req)
+	if err != nil {
+		return reply{}, fmt.Errorf("fleet: %s: %w", req.Op, err)
+	}
+	m, err := f.nc.RequestWithContext(ctx, rpcSubject(runner), data)
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) {
+		return reply{}, fmt.Errorf("%w: runner %s, %s: %w", sessions.ErrRunnerGone, runner, req.Op, err)
+	}
+	if err != nil {
+		return reply{}, fmt.Errorf("fleet: %s on runner %s: %w", req.Op, runner, err)
+	}
+	var r reply
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return reply{}, fmt.Errorf("fleet: %s on runner %s: a reply that does not decode: %w", req.Op, runner, err)
+	}
+	return r, r.Error.err()
+}
+
+// serveRPC answers the commands other runners send this one, each on a
+// goroutine of its own (a create waits for its agent), until ctx ends.
+func (c *Core) serveRPC(ctx context.Context) (*nats.Subscription, error) {
+	return c.f.nc.Subscribe(rpcSubject(c.f.cfg.Name), func(m *nats.Msg) {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			var req request
+			var r reply
+			if err := json.Unmarshal(m.Data, &req); err != nil {
+				r.Error = &wireError{Code: "invalid_request", Message: "fleet: a request that does not decode: " + err.Error()}
+			} else {
+				r = c.handle(ctx, req)
+			}
+			data, err := json.Marshal(r)
+			if err != nil {
+				data, _ = json.Marshal(reply{Error: &wireError{Message: err.Error()}})
+			}
+			_ = m.Respond(data)
+		}()
+	})
+}
+
+// handle runs one command on the local core.
+func (c *Core) handle(ctx context.Context, req request) (r reply) {
+	m := c.local
+	var err error
+	switch req.Op {
+	case "create":
+		if req.Create == nil {
+			err = fmt.Errorf("%w: create without its request", sessions.ErrInvalidRequest)
+			break
+		}
+		var info sessions.Info
+		if info, err = c.createLocal(ctx, req.Create.toCore()); err == nil {
+			r.Info = &info
+		}
+	case "reopen":
+		var info sessions.Info
+		if info, err = m.Reopen(ctx, req.Session, req.LastSeq, req.Relay); err == nil {
+			info.Runner = c.f.cfg.Name
+			r.Info = &info
+		}
+	case "prompt", "steer":
+		if req.Prompt == nil {
+			err = fmt.Errorf("%w: %s without a prompt", sessions.ErrInvalidRequest, req.Op)
+		} else if req.Op == "prompt" {
+			err = m.Prompt(ctx, req.Session, *req.Prompt)
+		} else {
+			err = m.Steer(ctx, req.Session, *req.Prompt)
+		}
+	case "interrupt":
+		err = m.Interrupt(ctx, req.Session)
+	case "close":
+		err = m.Close(ctx, req.Session)
+	case "input":
+		err = m.Input(ctx, req.Session, req.Line)
+	case "control":
+		r.Raw, err = m.Control(ctx, req.Session, req.Subtype, req.Params)
+	case "resolve":
+		if req.Resolution == nil {
+			err = fmt.Errorf("%w: resolve without a resolution", sessions.ErrInvalidRequest)
+			break
+		}
+		var won agent.Resolution
+		if won, err = m.Resolve(ctx, req.Session, *req.Resolution); err == nil {
+			r.Resolution = &won
+		}
+	case "messages":
+		r.Items, err = m.Messages(ctx, req.Session)
+	case "diff":
+		r.Changes, err = m.Diff(ctx, req.Session)
+	case "drain":
+		c.draining.Store(req.Drain)
+		c.heartbeatNow()
+	default:
+		err = fmt.Errorf("%w: unknown command %q", sessions.ErrInvalidRequest, req.Op)
+	}
+	r.Error = toWire(err)
+	return r
+}
+
+func fromCore(req sessions.CreateRequest) *createRequest {
+	return &createRequest{Agent: req.Agent, WorkspaceID: req.WorkspaceID, Model: req.Model, Resume: req.Resume,
+		Fork: req.Fork, Options: req.Options, Native: req.Native, Relay: req.Relay}
+}
+
+func (r *createRequest) toCore() sessions.CreateRequest {
+	return sessions.CreateRequest{Agent: r.Agent, WorkspaceID: r.WorkspaceID, Model: r.Model, Resume: r.Resume,
+		Fork: r.Fork, Options: r.Options, Native: r.Native, Relay: r.Relay}
+}
