@@ -456,3 +456,278 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// natsServerPath builds nats-server from the Go module tether pins, once
+// per test binary: the external NATS system of the tests.
+var natsServerPath = sync.OnceValues(func() (string, error) {
+	path := filepath.Join(binDir(), "nats-server")
+	out, err := exec.Command("go", "build", "-o", path, "github.com/nats-io/nats-server/v2").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building nats-server: %w\n%s", err, out)
+	}
+	return path, nil
+})
+
+// natsNode is one external nats-server process.
+type natsNode struct {
+	t      *testing.T
+	conf   string
+	port   int
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startNATS starts n nats-server processes in one cluster (one without
+// routes when n is 1) and waits until each takes connections.
+func startNATS(t *testing.T, n int) []*natsNode {
+	t.Helper()
+	if _, err := natsServerPath(); err != nil {
+		t.Fatal(err)
+	}
+	ports := freePorts(t, 2*n)
+	nodes := make([]*natsNode, n)
+	for i := range n {
+		dir := t.TempDir()
+		var routes []int
+		for j := range n {
+			if j != i {
+				routes = append(routes, ports[n+j])
+			}
+		}
+		nodes[i] = &natsNode{t: t, port: ports[i],
+			conf: natsNodeConfig(t, dir, fmt.Sprintf("n%d", i), ports[i], ports[n+i], routes)}
+		nodes[i].start()
+	}
+	return nodes
+}
+
+// start runs the node (again, on the same store) and waits until it
+// listens.
+func (n *natsNode) start() {
+	n.t.Helper()
+	path, _ := natsServerPath()
+	n.cmd = exec.Command(path, "-c", n.conf)
+	n.exited = make(chan struct{})
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	cmd, exited := n.cmd, n.exited
+	go func() { _ = cmd.Wait(); close(exited) }()
+	n.t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	deadline := time.Now().Add(waitLimit)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", n.port))
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("nats-server on %d does not listen: %v", n.port, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill ends the node with SIGKILL and waits for it.
+func (n *natsNode) kill() {
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.exited
+}
+
+func (n *natsNode) url() string { return fmt.Sprintf("nats://tether:fleet-secret@127.0.0.1:%d", n.port) }
+
+// startJoined starts runners that only connect to the NATS nodes.
+func startJoined(t *testing.T, nodes []*natsNode, names ...string) []*fleetRunner {
+	t.Helper()
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.url())
+	}
+	runners := make([]*fleetRunner, len(names))
+	for i, name := range names {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		runners[i] = &fleetRunner{name: name, dir: dir,
+			args: []string{"--nats", strings.Join(urls, ","), "--runner-name", name, "--data", filepath.Join(dir, "data")}}
+	}
+	startRunners(t, runners)
+	return runners
+}
+
+// turns keeps prompting a session through c until stop is closed, then
+// finishes the turn it is in; it returns how many turns completed.
+func turns(ctx context.Context, c *client.Client, id string, stop <-chan struct{}) (int, error) {
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return n, nil
+		default:
+		}
+		info, err := c.Get(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		// The last turn's turn.completed is out a moment before its
+		// session takes a prompt again.
+		err = c.Prompt(ctx, id, fmt.Sprintf("turn %d", n))
+		for tries := 0; errors.Is(err, agent.ErrTurnInProgress) && tries < 100; tries++ {
+			time.Sleep(10 * time.Millisecond)
+			err = c.Prompt(ctx, id, fmt.Sprintf("turn %d", n))
+		}
+		if err != nil {
+			return n, fmt.Errorf("turn %d of %s: %w", n, id, err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, waitLimit)
+		completed := false
+		for e, err := range c.Events(rctx, id, info.LastSeq, 0) {
+			if err != nil {
+				cancel()
+				return n, fmt.Errorf("turn %d of %s: %w", n, id, err)
+			}
+			if e.Kind == agent.KindTurnCompleted {
+				completed = true
+				break
+			}
+		}
+		cancel()
+		if !completed {
+			return n, fmt.Errorf("turn %d of %s never completed", n, id)
+		}
+	}
+}
+
+// wholeEverywhere reads a session's log through every runner (its own
+// from its log, the others from the stream) up to its last event as its
+// own runner has it, and checks each is the same, whole and in order, and
+// not ended.
+func wholeEverywhere(t *testing.T, runners []*fleetRunner, id string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	info, err := apiClient(runners[0].serveProc).Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := slices.IndexFunc(runners, func(r *fleetRunner) bool { return r.name == info.Runner })
+	if owner < 0 {
+		t.Fatalf("session %s lives on %q, not one of the runners", id, info.Runner)
+	}
+	if info, err = apiClient(runners[owner].serveProc).Get(ctx, id); err != nil || info.State == "ended" {
+		t.Fatalf("session %s as its runner has it: %+v %v", id, info, err)
+	}
+	var want []string
+	for i, r := range runners {
+		var events []agent.Event
+		for e, err := range apiClient(r.serveProc).Events(ctx, id, 0, 0) {
+			if err != nil {
+				t.Fatalf("%s: events of %s: %v", r.name, id, err)
+			}
+			events = append(events, e)
+			if uint64(e.Seq) >= info.LastSeq {
+				break
+			}
+		}
+		if err := seqsInOrder(events); err != nil {
+			t.Fatalf("session %s through %s: %v: %s", id, r.name, err, kinds(events))
+		}
+		got := strings.Fields(kinds(events))
+		if i == 0 {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Fatalf("session %s: %s reads %d events, %s read %d", id, r.name, len(got), runners[0].name, len(want))
+		}
+	}
+	return len(want)
+}
+
+// Runners that only connect to an external three-node NATS cluster: one
+// node killed with SIGKILL while sessions work through every runner loses
+// and repeats no event, and ends no session.
+func TestFleetExternalNATSNodeKilled(t *testing.T) {
+	nodes := startNATS(t, 3)
+	fl := startJoined(t, nodes, "e0", "e1", "e2")
+	a := apiClient(fl[0].serveProc)
+	waitRunners(t, a, "e0", "e1", "e2")
+	ctx := context.Background()
+	var ids []string
+	for i := range 6 {
+		s, err := a.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: fmt.Sprintf("w%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	stop := make(chan struct{})
+	type result struct {
+		n   int
+		err error
+	}
+	results := make(chan result, len(ids))
+	for i, id := range ids {
+		c := apiClient(fl[(i+1)%3].serveProc) // through another runner than its own, mostly
+		go func() { n, err := turns(ctx, c, id, stop); results <- result{n, err} }()
+	}
+	time.Sleep(time.Second)
+	nodes[1].kill()
+	time.Sleep(3 * time.Second)
+	close(stop)
+	total := 0
+	for range ids {
+		r := <-results
+		if r.err != nil {
+			for _, r := range fl {
+				t.Logf("%s's log:\n%s", r.name, r.log())
+			}
+			t.Fatal(r.err)
+		}
+		total += r.n
+	}
+	if total < len(ids) {
+		t.Fatalf("%d turns completed across %d sessions", total, len(ids))
+	}
+	for _, id := range ids {
+		wholeEverywhere(t, fl, id)
+	}
+}
+
+// A runner whose NATS link drops keeps its agents working, and the fleet
+// gets every event once the link returns.
+func TestFleetCatchesUpAfterNATSReturns(t *testing.T) {
+	nodes := startNATS(t, 1)
+	fl := startJoined(t, nodes, "j0", "j1")
+	a := apiClient(fl[0].serveProc)
+	waitRunners(t, a, "j0", "j1")
+	ctx := context.Background()
+	s, err := a.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "w", Runner: "j0", Prompt: "before"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := driveThrough(ctx, a, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].kill()
+	one := make(chan struct{})
+	go func() { time.Sleep(500 * time.Millisecond); close(one) }()
+	if n, err := turns(ctx, a, s.ID, one); err != nil || n == 0 {
+		t.Fatalf("with NATS down, the runner's own session ran %d turns: %v", n, err)
+	}
+	nodes[0].start()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		info, err := a.Get(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen, err := apiClient(fl[1].serveProc).Get(ctx, s.ID)
+		if err == nil && seen.LastSeq == info.LastSeq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fleet's view of the session stayed at %+v, its runner's at %d", seen, info.LastSeq)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wholeEverywhere(t, fl, s.ID)
+}

@@ -30,11 +30,15 @@ type Core struct {
 	draining atomic.Bool
 	beat     chan struct{}
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	sub    *nats.Subscription // commands
-	hb     *nats.Subscription // heartbeats
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	answers answers
+	sub     *nats.Subscription // commands for this runner
+	hb      *nats.Subscription // heartbeats
+
+	subsMu sync.Mutex
+	subs   map[string]*nats.Subscription // each session's commands
 }
 
 var (
@@ -50,7 +54,7 @@ func (f *Fleet) Serve(ctx context.Context, local *sessions.Manager) (_ *Core, er
 	if f.pub == nil {
 		return nil, errors.New("fleet: the session core was not opened on the fleet's log")
 	}
-	c := &Core{f: f, local: local, reg: newRegistry(), beat: make(chan struct{}, 1)}
+	c := &Core{f: f, local: local, reg: newRegistry(), beat: make(chan struct{}, 1), subs: map[string]*nats.Subscription{}}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -92,6 +96,7 @@ func (f *Fleet) Serve(ctx context.Context, local *sessions.Manager) (_ *Core, er
 	// Sessions the runner had before it joined (its restart) reach the
 	// stream and the registry too.
 	for _, info := range local.List() {
+		c.own(info.ID)
 		f.pub.mark(info.ID)
 		f.out.session(info.ID)
 	}
@@ -106,6 +111,12 @@ func (c *Core) Leave(ctx context.Context) error {
 	if c.sub != nil {
 		_ = c.sub.Unsubscribe()
 	}
+	c.subsMu.Lock()
+	for _, sub := range c.subs {
+		_ = sub.Unsubscribe()
+	}
+	clear(c.subs)
+	c.subsMu.Unlock()
 	err := errors.Join(c.f.pub.Sync(ctx), c.f.out.sync(ctx), c.leave(ctx))
 	c.stop()
 	return err
@@ -115,6 +126,12 @@ func (c *Core) stop() {
 	if c.hb != nil {
 		_ = c.hb.Unsubscribe()
 	}
+	c.subsMu.Lock()
+	for _, sub := range c.subs {
+		_ = sub.Unsubscribe()
+	}
+	clear(c.subs)
+	c.subsMu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 }
@@ -128,16 +145,24 @@ func (c *Core) Sync(ctx context.Context) error {
 // Name is this runner's name in the fleet.
 func (c *Core) Name() string { return c.f.cfg.Name }
 
-// owner says which runner owns session id: "" for this one.
-func (c *Core) owner(id string) (string, error) {
-	if _, err := c.local.Get(id); err == nil {
-		return "", nil
+// isLocal says whether this runner owns session id.
+func (c *Core) isLocal(id string) bool {
+	_, err := c.local.Get(id)
+	return err == nil
+}
+
+// remote runs a command of a session that is not this runner's on the
+// runner that owns it. Nobody owning it is the local core's answer (not
+// found), unless the registry knows the session: then its runner is
+// away, and the command waits for it.
+func (c *Core) remote(ctx context.Context, id string, req request) (reply, error) {
+	req.Session = id
+	_, known := c.reg.session(id)
+	r, err := c.f.call(ctx, sessionSubject(id), req, !known)
+	if errors.Is(err, errNoOwner) {
+		return reply{}, fmt.Errorf("%w: %s", sessions.ErrNotFound, id)
 	}
-	s, ok := c.reg.session(id)
-	if !ok || s.Runner == c.f.cfg.Name {
-		return "", nil // the local core answers: not found
-	}
-	return s.Runner, nil
+	return r, err
 }
 
 func (c *Core) Agents() map[string]agent.Capabilities { return c.local.Agents() }
@@ -153,7 +178,7 @@ func (c *Core) Create(ctx context.Context, req sessions.CreateRequest) (sessions
 	if runner == c.f.cfg.Name {
 		return c.createLocal(ctx, req)
 	}
-	r, err := c.f.call(ctx, runner, request{Op: "create", Create: fromCore(req)})
+	r, err := c.f.call(ctx, rpcSubject(runner), request{Op: "create", Create: fromCore(req)}, false)
 	if err != nil {
 		return sessions.Info{}, err
 	}
@@ -173,6 +198,7 @@ func (c *Core) createLocal(ctx context.Context, req sessions.CreateRequest) (ses
 		return info, err
 	}
 	info.Runner = c.f.cfg.Name
+	c.own(info.ID)
 	c.f.out.session(info.ID)
 	c.heartbeatNow()
 	return info, nil
@@ -235,8 +261,7 @@ func loadOf(sessions, max int) float64 {
 }
 
 func (c *Core) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool) (sessions.Info, error) {
-	runner, _ := c.owner(id)
-	if runner == "" {
+	if c.isLocal(id) {
 		info, err := c.local.Reopen(ctx, id, lastSeq, relay)
 		if err == nil {
 			info.Runner = c.f.cfg.Name
@@ -244,7 +269,7 @@ func (c *Core) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool
 		}
 		return info, err
 	}
-	r, err := c.f.call(ctx, runner, request{Op: "reopen", Session: id, LastSeq: lastSeq, Relay: relay})
+	r, err := c.remote(ctx, id, request{Op: "reopen", LastSeq: lastSeq, Relay: relay})
 	if err != nil {
 		return sessions.Info{}, err
 	}
@@ -259,7 +284,23 @@ func (c *Core) Get(id string) (sessions.Info, error) {
 	if s, ok := c.reg.session(id); ok {
 		return s.Info, nil
 	}
-	return sessions.Info{}, fmt.Errorf("%w: %s", sessions.ErrNotFound, id)
+	return c.ask(id)
+}
+
+// ask asks the fleet for a session the registry does not list (yet: its
+// runner's write of it waits for the bucket).
+func (c *Core) ask(id string) (sessions.Info, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, attemptTimeout)
+	defer cancel()
+	r, err := c.f.call(ctx, sessionSubject(id), request{Op: "get", Session: id}, true)
+	switch {
+	case errors.Is(err, errNoOwner), errors.Is(err, sessions.ErrRunnerGone):
+		return sessions.Info{}, fmt.Errorf("%w: %s", sessions.ErrNotFound, id)
+	case err != nil:
+		return sessions.Info{}, err
+	}
+	c.reg.remember(*r.Info)
+	return *r.Info, nil
 }
 
 // List is every session of the fleet: this runner's as it has them, the
@@ -286,15 +327,10 @@ func (c *Core) List() []sessions.Info {
 
 // route runs a command on the session's owner: here, or by request.
 func (c *Core) route(ctx context.Context, id string, here func() error, req request) (reply, error) {
-	runner, err := c.owner(id)
-	if err != nil {
-		return reply{}, err
-	}
-	if runner == "" {
+	if c.isLocal(id) {
 		return reply{}, here()
 	}
-	req.Session = id
-	return c.f.call(ctx, runner, req)
+	return c.remote(ctx, id, req)
 }
 
 func (c *Core) Close(ctx context.Context, id string) error {
@@ -363,24 +399,29 @@ func (c *Core) Diff(ctx context.Context, id string) ([]agent.FileChange, error) 
 // Events reads a session of this runner from its own log, any other from
 // the fleet's stream.
 func (c *Core) Events(ctx context.Context, id string, after uint64) iter.Seq2[agent.Event, error] {
-	if runner, _ := c.owner(id); runner == "" {
-		if _, err := c.local.Get(id); err == nil {
-			return c.local.Events(ctx, id, after)
-		}
-		if _, ok := c.reg.session(id); !ok {
-			return c.local.Events(ctx, id, after) // not found
-		}
+	if !c.elsewhere(id) {
+		return c.local.Events(ctx, id, after) // this runner's, or not found
 	}
 	return c.f.streamEvents(ctx, id, after)
+}
+
+// elsewhere says whether session id lives on another runner of the
+// fleet.
+func (c *Core) elsewhere(id string) bool {
+	if c.isLocal(id) {
+		return false
+	}
+	if _, ok := c.reg.session(id); ok {
+		return true
+	}
+	_, err := c.ask(id)
+	return err == nil
 }
 
 // EventGroups: a session elsewhere comes in groups of what the stream
 // had ready together.
 func (c *Core) EventGroups(ctx context.Context, id string, after uint64, max int) iter.Seq2[[]agent.Event, error] {
-	if _, err := c.local.Get(id); err == nil {
-		return c.local.EventGroups(ctx, id, after, max)
-	}
-	if _, ok := c.reg.session(id); !ok {
+	if !c.elsewhere(id) {
 		return c.local.EventGroups(ctx, id, after, max)
 	}
 	return func(yield func([]agent.Event, error) bool) {
@@ -402,10 +443,7 @@ func (c *Core) FeedEnd() (uint64, error)   { return c.local.FeedEnd() }
 // Pace paces this runner's sessions; a reader of a session elsewhere does
 // not hold its agent back (nil Pacer).
 func (c *Core) Pace(id string, after uint64) (*sessions.Pacer, error) {
-	if _, err := c.local.Get(id); err == nil {
-		return c.local.Pace(id, after)
-	}
-	if _, ok := c.reg.session(id); ok {
+	if c.elsewhere(id) {
 		return nil, nil
 	}
 	return c.local.Pace(id, after)
@@ -464,7 +502,7 @@ func (c *Core) Drain(ctx context.Context, runner string, drain bool) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", sessions.ErrNoRunner, runner)
 	}
-	_, err := c.f.call(ctx, runner, request{Op: "drain", Drain: drain})
+	_, err := c.f.call(ctx, rpcSubject(runner), request{Op: "drain", Drain: drain}, false)
 	return err
 }
 

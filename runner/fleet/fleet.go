@@ -27,6 +27,8 @@ const (
 	// dedupWindow is how long the stream remembers a message id: a
 	// publish retried within it is not written twice.
 	dedupWindow = 2 * time.Minute
+	// ackTimeout is how long a publish waits for the stream's ack.
+	ackTimeout = 5 * time.Second
 )
 
 // Config joins a runner to a fleet. URLs or NodeConfig is required.
@@ -99,7 +101,9 @@ func Open(ctx context.Context, cfg Config) (_ *Fleet, err error) {
 	if f.nc, err = dial(cfg, f.node); err != nil {
 		return nil, err
 	}
-	if f.js, err = jetstream.New(f.nc, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
+	if f.js, err = jetstream.New(f.nc, jetstream.WithPublishAsyncMaxPending(4096),
+		// An ack a dying node took with it must fail, not wait forever.
+		jetstream.WithPublishAsyncTimeout(ackTimeout)); err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)

@@ -31,8 +31,12 @@ func token(s string) string {
 
 func eventSubject(session string) string { return "tether.events." + token(session) }
 
-// rpcSubject is where runner name takes commands.
-func rpcSubject(runner string) string { return "tether.rpc." + token(runner) }
+// rpcSubject is where runner name takes commands for itself (create,
+// drain); sessionSubject where the runner that owns a session takes the
+// session's: a command needs no lookup of the owner, and one for a
+// session nobody owns finds no responder at once.
+func rpcSubject(runner string) string      { return "tether.rpc." + token(runner) }
+func sessionSubject(session string) string { return "tether.session." + token(session) }
 
 // approvalKey names one approval in its bucket.
 func approvalKey(session, id string) string { return token(session) + "." + token(id) }

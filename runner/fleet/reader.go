@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,8 +32,7 @@ func (f *Fleet) streamEvents(ctx context.Context, session string, after uint64) 
 		if f.endedBy(ctx, session, after) {
 			return
 		}
-		cons, err := f.js.OrderedConsumer(ctx, eventStream, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{eventSubject(session)}, DeliverPolicy: jetstream.DeliverAllPolicy})
+		cons, err := f.orderedConsumer(ctx, session)
 		if err != nil {
 			yield(agent.Event{}, fmt.Errorf("fleet: reading session %s: %w", session, err))
 			return
@@ -86,9 +86,32 @@ func (f *Fleet) streamEvents(ctx context.Context, session string, after uint64) 
 	}
 }
 
+// orderedConsumer makes the consumer a reader reads session with, trying
+// again while the stream has no leader (a node just died), until ctx
+// ends.
+func (f *Fleet) orderedConsumer(ctx context.Context, session string) (jetstream.Consumer, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		cons, err := f.js.OrderedConsumer(actx, eventStream, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{eventSubject(session)}, DeliverPolicy: jetstream.DeliverAllPolicy})
+		cancel()
+		if err == nil {
+			return cons, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // endedBy says whether session's last event in the stream is its end and
 // a reader after seq `after` has seen it: there is nothing to wait for.
+// Not knowing (no answer in time) is "no".
 func (f *Fleet) endedBy(ctx context.Context, session string, after uint64) bool {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
 	m, err := f.events.GetLastMsgForSubject(ctx, eventSubject(session))
 	if err != nil {
 		return false

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/runner/sessions"
@@ -15,14 +17,21 @@ import (
 )
 
 // rpcTimeout bounds a command to another runner; a create waits for the
-// agent's start, which takes longer.
+// agent's start, which takes longer. Each attempt waits attemptTimeout
+// for its answer: NATS does not resend a request a failing node lost, so
+// the caller does, with the same id.
 const (
-	rpcTimeout    = 30 * time.Second
-	createTimeout = 2 * time.Minute
+	rpcTimeout     = 30 * time.Second
+	createTimeout  = 2 * time.Minute
+	attemptTimeout = 2 * time.Second
+	// repliesKept is how long an owner keeps an answer for a retry.
+	repliesKept = 2 * time.Minute
 )
 
-// request is a command for the runner that owns a session.
+// request is a command for the runner that owns a session. ID makes a
+// retry of it (the link dropped before its answer came) run it once.
 type request struct {
+	ID         string            `json:"id"`
 	Op         string            `json:"op"`
 	Session    string            `json:"session,omitempty"`
 	Create     *createRequest    `json:"create,omitempty"`
@@ -125,53 +134,142 @@ func (w *wireError) err() error {
 	return &remoteError{msg: w.Message}
 }
 
-// call sends req to runner and decodes its reply.
-func (f *Fleet) call(ctx context.Context, runner string, req request) (reply, error) {
+// call sends req to a runner's subject (rpcSubject, sessionSubject) and
+// decodes its reply, trying again (the same request) while nobody
+// answers, until its time is up; with once, no responder is an answer
+// (ErrNoOwner).
+func (f *Fleet) call(ctx context.Context, subject string, req request, once bool) (reply, error) {
 	timeout := rpcTimeout
 	if req.Op == "create" {
 		timeout = createTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	req.ID = nuid.Next()
 	data, err := json.Marshal(req)
 	if err != nil {
 		return reply{}, fmt.Errorf("fleet: %s: %w", req.Op, err)
 	}
-	m, err := f.nc.RequestWithContext(ctx, rpcSubject(runner), data)
-	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) {
-		return reply{}, fmt.Errorf("%w: runner %s, %s: %w", sessions.ErrRunnerGone, runner, req.Op, err)
+	for {
+		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
+		m, err := f.nc.RequestWithContext(actx, subject, data)
+		acancel()
+		if once && errors.Is(err, nats.ErrNoResponders) {
+			return reply{}, errNoOwner
+		}
+		if err == nil {
+			var r reply
+			if err := json.Unmarshal(m.Data, &r); err != nil {
+				return reply{}, fmt.Errorf("fleet: %s on %s: a reply that does not decode: %w", req.Op, subject, err)
+			}
+			return r, r.Error.err()
+		}
+		retry := errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrConnectionReconnecting)
+		if !retry && ctx.Err() == nil {
+			return reply{}, fmt.Errorf("fleet: %s on %s: %w", req.Op, subject, err)
+		}
+		select {
+		case <-ctx.Done():
+			return reply{}, fmt.Errorf("%w: %s on %s: %w", sessions.ErrRunnerGone, req.Op, subject, err)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	if err != nil {
-		return reply{}, fmt.Errorf("fleet: %s on runner %s: %w", req.Op, runner, err)
-	}
-	var r reply
-	if err := json.Unmarshal(m.Data, &r); err != nil {
-		return reply{}, fmt.Errorf("fleet: %s on runner %s: a reply that does not decode: %w", req.Op, runner, err)
-	}
-	return r, r.Error.err()
 }
+
+// answers runs each command once, however often it is asked, and keeps
+// its answer a while for a caller that asks again.
+type answers struct {
+	mu   sync.Mutex
+	byID map[string]*answer
+}
+
+type answer struct {
+	done  chan struct{}
+	reply []byte
+	at    time.Time
+}
+
+// get is the answer for id: new says the caller is the first to ask and
+// must run the command, then finish it.
+func (a *answers) get(id string, now time.Time) (ans *answer, new bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.byID == nil {
+		a.byID = map[string]*answer{}
+	}
+	for k, v := range a.byID {
+		if !v.at.IsZero() && now.Sub(v.at) > repliesKept {
+			delete(a.byID, k)
+		}
+	}
+	if ans, ok := a.byID[id]; ok {
+		return ans, false
+	}
+	ans = &answer{done: make(chan struct{})}
+	a.byID[id] = ans
+	return ans, true
+}
+
+func (a *answers) finish(ans *answer, reply []byte, now time.Time) {
+	a.mu.Lock()
+	ans.reply, ans.at = reply, now
+	a.mu.Unlock()
+	close(ans.done)
+}
+
+// errNoOwner: no runner serves the session's subject.
+var errNoOwner = errors.New("fleet: no runner owns the session")
 
 // serveRPC answers the commands other runners send this one, each on a
 // goroutine of its own (a create waits for its agent), until ctx ends.
 func (c *Core) serveRPC(ctx context.Context) (*nats.Subscription, error) {
-	return c.f.nc.Subscribe(rpcSubject(c.f.cfg.Name), func(m *nats.Msg) {
+	return c.f.nc.Subscribe(rpcSubject(c.f.cfg.Name), c.command(ctx))
+}
+
+// own makes this runner answer the commands of session id.
+func (c *Core) own(id string) {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	if _, ok := c.subs[id]; ok || c.ctx.Err() != nil {
+		return
+	}
+	sub, err := c.f.nc.Subscribe(sessionSubject(id), c.command(c.ctx))
+	if err != nil {
+		c.f.log.Warn("fleet: the session's commands cannot reach this runner", "session", id, "err", err)
+		return
+	}
+	c.subs[id] = sub
+}
+
+// command handles the messages of a command subject.
+func (c *Core) command(ctx context.Context) nats.MsgHandler {
+	return func(m *nats.Msg) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
 			var req request
-			var r reply
-			if err := json.Unmarshal(m.Data, &req); err != nil {
-				r.Error = &wireError{Code: "invalid_request", Message: "fleet: a request that does not decode: " + err.Error()}
-			} else {
-				r = c.handle(ctx, req)
+			if err := json.Unmarshal(m.Data, &req); err != nil || req.ID == "" {
+				data, _ := json.Marshal(reply{Error: &wireError{Code: "invalid_request",
+					Message: fmt.Sprintf("fleet: a request that does not decode, or has no id: %v", err)}})
+				_ = m.Respond(data)
+				return
 			}
-			data, err := json.Marshal(r)
-			if err != nil {
-				data, _ = json.Marshal(reply{Error: &wireError{Message: err.Error()}})
+			ans, first := c.answers.get(req.ID, time.Now())
+			if first {
+				data, err := json.Marshal(c.handle(ctx, req))
+				if err != nil {
+					data, _ = json.Marshal(reply{Error: &wireError{Message: err.Error()}})
+				}
+				c.answers.finish(ans, data, time.Now())
 			}
-			_ = m.Respond(data)
+			select {
+			case <-ans.done:
+				_ = m.Respond(ans.reply)
+			case <-ctx.Done():
+			}
 		}()
-	})
+	}
 }
 
 // handle runs one command on the local core.
@@ -191,6 +289,12 @@ func (c *Core) handle(ctx context.Context, req request) (r reply) {
 	case "reopen":
 		var info sessions.Info
 		if info, err = m.Reopen(ctx, req.Session, req.LastSeq, req.Relay); err == nil {
+			info.Runner = c.f.cfg.Name
+			r.Info = &info
+		}
+	case "get":
+		var info sessions.Info
+		if info, err = m.Get(req.Session); err == nil {
 			info.Runner = c.f.cfg.Name
 			r.Info = &info
 		}
