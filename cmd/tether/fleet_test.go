@@ -103,7 +103,9 @@ func startFleet(t *testing.T, n int) []*fleetRunner {
 		runners[i] = &fleetRunner{name: name, dir: dir,
 			args: []string{"--nats-config", conf, "--runner-name", name, "--data", filepath.Join(dir, "data")}}
 	}
+	t0 := time.Now()
 	startRunners(t, runners)
+	t.Logf("%d runners listening in %v", n, time.Since(t0))
 	return runners
 }
 
@@ -116,9 +118,13 @@ func startRunners(t *testing.T, runners []*fleetRunner) {
 		r.serveProc, addrs[i] = spawnServe(t, fleetServeCmd(t, r))
 	}
 	for i, r := range runners {
-		r.awaitAddr(addrs[i])
+		r.awaitAddrWithin(addrs[i], fleetStartLimit)
 	}
 }
+
+// fleetStartLimit bounds a fleet runner's start: a NATS cluster that has
+// just formed can take tens of seconds to place its first replicas.
+const fleetStartLimit = 2 * time.Minute
 
 func fleetServeCmd(t *testing.T, r *fleetRunner) *exec.Cmd {
 	cmd := exec.Command(tetherPath(), append([]string{"serve", "--addr", "127.0.0.1:0", "--sandbox", "off"}, r.args...)...)
@@ -268,6 +274,8 @@ func TestFleetStreamResumesOnAnotherRunner(t *testing.T) {
 	fl := startFleet(t, 3)
 	a, b := apiClient(fl[0].serveProc), apiClient(fl[1].serveProc)
 	waitRunners(t, a, "r0", "r1", "r2")
+	t0 := time.Now()
+	defer func() { t.Logf("the test's body took %v", time.Since(t0)) }()
 	ctx := context.Background()
 	s, err := a.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "w", Runner: "r2", Prompt: "one"})
 	if err != nil {
@@ -604,6 +612,13 @@ func turns(ctx context.Context, c *client.Client, id string, stop <-chan struct{
 // not ended.
 func wholeEverywhere(t *testing.T, runners []*fleetRunner, id string) int {
 	t.Helper()
+	return readEverywhere(t, runners, id, false)
+}
+
+// readEverywhere is wholeEverywhere; ended says the session may have
+// ended.
+func readEverywhere(t *testing.T, runners []*fleetRunner, id string, ended bool) int {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	info, err := apiClient(runners[0].serveProc).Get(ctx, id)
@@ -614,7 +629,7 @@ func wholeEverywhere(t *testing.T, runners []*fleetRunner, id string) int {
 	if owner < 0 {
 		t.Fatalf("session %s lives on %q, not one of the runners", id, info.Runner)
 	}
-	if info, err = apiClient(runners[owner].serveProc).Get(ctx, id); err != nil || info.State == "ended" {
+	if info, err = apiClient(runners[owner].serveProc).Get(ctx, id); err != nil || (info.State == "ended" && !ended) {
 		t.Fatalf("session %s as its runner has it: %+v %v", id, info, err)
 	}
 	var want []string
@@ -622,7 +637,7 @@ func wholeEverywhere(t *testing.T, runners []*fleetRunner, id string) int {
 		var events []agent.Event
 		for e, err := range apiClient(r.serveProc).Events(ctx, id, 0, 0) {
 			if err != nil {
-				t.Fatalf("%s: events of %s: %v", r.name, id, err)
+				t.Fatalf("%s: events of %s (on %s, last seq %d, %s): %v, after %s", r.name, id, info.Runner, info.LastSeq, info.State, err, kinds(events))
 			}
 			events = append(events, e)
 			if uint64(e.Seq) >= info.LastSeq {
@@ -730,4 +745,126 @@ func TestFleetCatchesUpAfterNATSReturns(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	wholeEverywhere(t, fl, s.ID)
+}
+
+// A rolling restart (drain, stop, start, each runner in turn) while ten
+// workers keep running turns: every turn started completes, a worker
+// whose session ends with its runner goes on in a new one, and every
+// session's log, read through every runner, is whole and in order.
+func TestFleetRollingRestart(t *testing.T) {
+	fl := startFleet(t, 3)
+	a := apiClient(fl[0].serveProc)
+	waitRunners(t, a, "r0", "r1", "r2")
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var all []string
+	errs := make(chan error, 10)
+	for w := range 10 {
+		go func() { errs <- rollingWorker(ctx, fl, w, stop, &mu, &all) }()
+	}
+	time.Sleep(500 * time.Millisecond)
+	for i, r := range fl {
+		other := apiClient(fl[(i+1)%3].serveProc)
+		if err := other.Drain(ctx, r.name, true); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // placements see the drain
+		t0 := time.Now()
+		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := r.wait(waitLimit); code != 0 {
+			t.Fatalf("%s exited %d:\n%s", r.name, code, r.log())
+		}
+		t1 := time.Now()
+		startRunners(t, []*fleetRunner{r})
+		t2 := time.Now()
+		waitRunners(t, other, "r0", "r1", "r2")
+		t.Logf("%s: stopped in %v, started in %v, active in %v", r.name, t1.Sub(t0), t2.Sub(t1), time.Since(t2))
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	for range 10 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(all) <= 10 {
+		t.Fatalf("%d sessions: every runner restarted, so some workers had to go on in new ones", len(all))
+	}
+	t0 := time.Now()
+	for _, id := range all {
+		t1 := time.Now()
+		readEverywhere(t, fl, id, true)
+		if d := time.Since(t1); d > time.Second {
+			t.Logf("reading %s took %v", id, d)
+			for _, r := range fl {
+				for _, l := range r.lines() {
+					if strings.Contains(l, "DEBUG") {
+						t.Log(r.name, l)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("read %d sessions in %v", len(all), time.Since(t0))
+}
+
+// rollingWorker runs turns through whichever runner is up, in a session
+// of its own, and starts a new one when its runner ends it.
+func rollingWorker(ctx context.Context, fl []*fleetRunner, w int, stop <-chan struct{}, mu *sync.Mutex, all *[]string) error {
+	id := ""
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		c := apiClient(fl[(w+n)%len(fl)].serveProc)
+		if id == "" {
+			s, err := c.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: fmt.Sprintf("w%d-%d", w, n)})
+			if err != nil {
+				time.Sleep(50 * time.Millisecond) // a runner between stop and start
+				continue
+			}
+			id = s.ID
+			mu.Lock()
+			*all = append(*all, id)
+			mu.Unlock()
+		}
+		info, err := c.Get(ctx, id)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if info.State == "ended" {
+			id = ""
+			continue
+		}
+		if err := c.Prompt(ctx, id, "hello"); err != nil {
+			time.Sleep(50 * time.Millisecond) // ending, or its runner restarting
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, waitLimit)
+		var last agent.Event
+		for e, err := range c.Events(rctx, id, info.LastSeq, 0) {
+			if err != nil {
+				break
+			}
+			last = e
+			if e.Kind == agent.KindTurnCompleted || e.Kind == agent.KindSessionEnded {
+				break
+			}
+		}
+		cancel()
+		switch {
+		case last.Kind == agent.KindTurnCompleted && last.Turn.Status != agent.TurnCompleted:
+			return fmt.Errorf("worker %d: a turn of %s ended %s", w, id, last.Turn.Status)
+		case last.Kind == agent.KindSessionEnded:
+			id = ""
+		}
+	}
 }

@@ -159,12 +159,17 @@ func spawnServe(t *testing.T, cmd *exec.Cmd) (*serveProc, <-chan string) {
 // awaitAddr waits until the runner says where it listens.
 func (p *serveProc) awaitAddr(addr <-chan string) {
 	p.t.Helper()
+	p.awaitAddrWithin(addr, waitLimit)
+}
+
+func (p *serveProc) awaitAddrWithin(addr <-chan string, limit time.Duration) {
+	p.t.Helper()
 	select {
 	case p.addr = <-addr:
 	case <-p.exited:
 		p.t.Fatalf("tether serve exited early:\n%s", p.log())
-	case <-time.After(waitLimit):
-		p.t.Fatalf("tether serve did not say where it listens:\n%s", p.log())
+	case <-time.After(limit):
+		p.t.Fatalf("tether serve did not say where it listens within %v:\n%s", limit, p.log())
 	}
 }
 

@@ -21,9 +21,11 @@ var (
 	ErrNoJetStream = errors.New("fleet: JetStream is not available")
 )
 
-// DefaultConnectTimeout bounds the first connection and the wait for
-// JetStream to answer (a cluster needs a quorum before it does).
-const DefaultConnectTimeout = 30 * time.Second
+// DefaultConnectTimeout bounds the start: the first connection, the wait
+// for JetStream to answer (a cluster needs a quorum before it does) and
+// the stream and buckets (a cluster that has just formed can take tens
+// of seconds to know its peers well enough to place their replicas).
+const DefaultConnectTimeout = 2 * time.Minute
 
 // dial connects to NATS: to the embedded node in process when there is
 // one, else to the URLs. Reconnects are forever: a runner whose link

@@ -161,45 +161,71 @@ func (f *Fleet) replicas() int {
 }
 
 // provision creates or updates the stream and buckets, retrying while a
-// starting cluster cannot place their replicas yet.
+// starting cluster cannot place their replicas yet. They are made at
+// once: each new replicated group elects its own leader (seconds) before
+// it answers, and the elections overlap.
 func (f *Fleet) provision(ctx context.Context) error {
 	r := f.replicas()
-	var err error
-	for {
-		if err = f.provisionOnce(ctx, r); err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("fleet: creating the stream and buckets (%d replicas): %w", r, err)
-		case <-time.After(250 * time.Millisecond):
-		}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i, make := range []func(context.Context) error{
+		func(ctx context.Context) (err error) {
+			f.events, err = f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: eventStream,
+				Description: "every session's canonical events, a subject per session",
+				Subjects:    []string{eventSubjects}, Storage: jetstream.FileStorage, Replicas: r,
+				Duplicates: dedupWindow, MaxMsgsPerSubject: DefaultMaxEventsPerSession, AllowDirect: true,
+				Discard: jetstream.DiscardOld, RePublish: &jetstream.RePublish{Source: eventSubjects, Destination: liveSubjects}})
+			return err
+		},
+		f.bucket(&f.sessions, sessionsBucket, "every session: its runner, agent, workspace and state", 0, r),
+		f.bucket(&f.runners, runnersBucket, "the runners, refreshed by their heartbeats", 10*f.cfg.LostAfter, r),
+		f.bucket(&f.approvals, approvalsBucket, "every session's approvals, pending and resolved", 0, r),
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f.retry(ctx, make)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("fleet: creating the stream and buckets (%d replicas): %w", r, err)
+	}
+	return nil
+}
+
+func (f *Fleet) bucket(kv *jetstream.KeyValue, name, what string, ttl time.Duration, replicas int) func(context.Context) error {
+	return func(ctx context.Context) (err error) {
+		*kv, err = f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Description: what,
+			Replicas: replicas, TTL: ttl, Storage: jetstream.FileStorage})
+		return err
 	}
 }
 
-func (f *Fleet) provisionOnce(ctx context.Context, replicas int) (err error) {
-	octx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	f.events, err = f.js.CreateOrUpdateStream(octx, jetstream.StreamConfig{Name: eventStream,
-		Description: "every session's canonical events, a subject per session",
-		Subjects:    []string{eventSubjects}, Storage: jetstream.FileStorage, Replicas: replicas,
-		Duplicates: dedupWindow, MaxMsgsPerSubject: DefaultMaxEventsPerSession, AllowDirect: true,
-		Discard: jetstream.DiscardOld})
-	if err != nil {
-		return err
+// retry runs one step of the set-up until it succeeds or ctx ends. A
+// cluster that has just elected its metadata leader may drop the first
+// requests, so the first attempts are short; later ones are long enough
+// for a new group's election.
+func (f *Fleet) retry(ctx context.Context, step func(context.Context) error) error {
+	start, told := time.Now(), time.Now()
+	for attempt := 2 * time.Second; ; attempt = min(2*attempt, 10*time.Second) {
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		err := step(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		f.log.Debug("fleet: the stream and buckets are not ready yet", "err", err)
+		if time.Since(told) > 10*time.Second {
+			told = time.Now()
+			f.log.Info("fleet: waiting for the NATS cluster to place the stream and buckets", "waited", time.Since(start).Round(time.Second), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	kv := func(bucket, what string, ttl time.Duration) (jetstream.KeyValue, error) {
-		return f.js.CreateOrUpdateKeyValue(octx, jetstream.KeyValueConfig{Bucket: bucket, Description: what,
-			Replicas: replicas, TTL: ttl, Storage: jetstream.FileStorage})
-	}
-	if f.sessions, err = kv(sessionsBucket, "every session: its runner, agent, workspace and state", 0); err != nil {
-		return err
-	}
-	if f.runners, err = kv(runnersBucket, "the runners, refreshed by their heartbeats", 10*f.cfg.LostAfter); err != nil {
-		return err
-	}
-	f.approvals, err = kv(approvalsBucket, "every session's approvals, pending and resolved", 0)
-	return err
 }
 
 // Close leaves the fleet: it drains the connection (what the publisher

@@ -8,8 +8,11 @@ import (
 // The stream, buckets and subjects the fleet uses. Every runner of a
 // fleet must agree on them; they are part of docs/fleet.md.
 const (
-	eventStream     = "TETHER_EVENTS"
-	eventSubjects   = "tether.events.*"
+	eventStream   = "TETHER_EVENTS"
+	eventSubjects = "tether.events.*"
+	// liveSubjects is where the stream republishes what it stored, for
+	// readers that follow a session live.
+	liveSubjects    = "tether.live.{{wildcard(1)}}"
 	sessionsBucket  = "tether-sessions"
 	runnersBucket   = "tether-runners"
 	approvalsBucket = "tether-approvals"
@@ -30,6 +33,7 @@ func token(s string) string {
 }
 
 func eventSubject(session string) string { return "tether.events." + token(session) }
+func liveSubject(session string) string  { return "tether.live." + token(session) }
 
 // rpcSubject is where runner name takes commands for itself (create,
 // drain); sessionSubject where the runner that owns a session takes the

@@ -2,106 +2,205 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/agent"
 )
 
-// ErrOutOfOrder: a session's events in the stream are further out of
-// order than a reader can put right (reorderRoom).
+// ErrOutOfOrder: a session's events are further out of order in the
+// stream than a reader can put right (reorderRoom).
 var ErrOutOfOrder = errors.New("fleet: a session's events are out of order in the stream")
 
-// reorderRoom is how many events a reader holds while it waits for one
-// that a retried publish put later in the stream.
-const reorderRoom = 4096
+const (
+	// reorderRoom is how many events a reader holds while it waits for
+	// one that a retried publish put later in the stream.
+	reorderRoom = 4096
+	// fetchBatch is how many events one direct get asks for.
+	fetchBatch = 256
+	// pollEvery is how often a reader that heard nothing looks at the
+	// stream itself: a live message is at most once, and a lost one at
+	// the tail would otherwise wait for the next.
+	pollEvery = time.Second
+	// liveRoom is how many live messages a reader buffers; past it they
+	// are dropped, and the reader fetches what it missed.
+	liveRoom = 1024
+)
 
 // streamEvents yields session's events after seq `after` as the stream
 // holds them, then live ones, until its session.ended or ctx ends: each
-// seq once, in order, whatever a retried publish did to the stream's
-// order.
+// seq once, in order. It catches up with direct gets (any replica
+// answers), then follows the stream's republished messages, which carry
+// the stream position of the subject's previous message, so a missed
+// one is fetched; it never reads a message the stream has not stored.
 func (f *Fleet) streamEvents(ctx context.Context, session string, after uint64) iter.Seq2[agent.Event, error] {
 	return func(yield func(agent.Event, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		if f.endedBy(ctx, session, after) {
-			return
-		}
-		cons, err := f.orderedConsumer(ctx, session)
+		live := make(chan *nats.Msg, liveRoom)
+		sub, err := f.nc.ChanSubscribe(liveSubject(session), live)
 		if err != nil {
 			yield(agent.Event{}, fmt.Errorf("fleet: reading session %s: %w", session, err))
 			return
 		}
-		msgs, err := cons.Messages()
-		if err != nil {
-			yield(agent.Event{}, fmt.Errorf("fleet: reading session %s: %w", session, err))
-			return
-		}
-		stop := context.AfterFunc(ctx, msgs.Stop)
-		defer stop()
-		defer msgs.Stop()
-		next := after + 1
-		held := map[uint64]agent.Event{}
+		defer sub.Unsubscribe()
+		r := &streamReader{f: f, session: session, next: after + 1, held: map[uint64]agent.Event{}, yield: yield}
 		for {
-			m, err := msgs.Next()
-			if err != nil {
-				if ctx.Err() != nil {
+			done, err := r.fetch(ctx)
+			if done {
+				return
+			}
+			if err == nil {
+				break
+			}
+			select { // no stream leader or replica answers yet
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if r.ended && r.lastSeq < r.next {
+			return // it ended before `after`
+		}
+		poll := time.NewTimer(pollEvery)
+		defer poll.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m := <-live:
+				if r.live(ctx, m) {
 					return
 				}
-				yield(agent.Event{}, fmt.Errorf("fleet: reading session %s: %w", session, err))
-				return
-			}
-			seq, err := strconv.ParseUint(m.Headers().Get(seqHeader), 10, 64)
-			if err != nil || seq < next {
-				continue // a duplicate, or not an event
-			}
-			e, err := agent.DecodeLogged(m.Data())
-			if err != nil {
-				yield(agent.Event{}, fmt.Errorf("fleet: event %d of session %s: %w", seq, session, err))
-				return
-			}
-			e.Seq = int64(seq)
-			held[seq] = e
-			if len(held) > reorderRoom {
-				yield(agent.Event{}, fmt.Errorf("%w: session %s waits for %d", ErrOutOfOrder, session, next))
-				return
-			}
-			for {
-				e, ok := held[next]
-				if !ok {
-					break
-				}
-				delete(held, next)
-				next++
-				if !yield(e, nil) || e.Kind == agent.KindSessionEnded {
+			case <-poll.C:
+				if done, _ := r.fetch(ctx); done {
 					return
 				}
 			}
+			poll.Reset(pollEvery)
 		}
 	}
 }
 
-// orderedConsumer makes the consumer a reader reads session with, trying
-// again while the stream has no leader (a node just died), until ctx
-// ends.
-func (f *Fleet) orderedConsumer(ctx context.Context, session string) (jetstream.Consumer, error) {
+// streamReader is one reader's place in a session's part of the stream.
+type streamReader struct {
+	f       *Fleet
+	session string
+	yield   func(agent.Event, error) bool
+
+	pos     uint64 // stream position of the last message read
+	next    uint64 // the seq to yield next
+	held    map[uint64]agent.Event
+	lastSeq uint64 // highest seq in the stream so far
+	ended   bool   // that event is session.ended
+}
+
+// live takes a republished message; done says the reader is finished.
+func (r *streamReader) live(ctx context.Context, m *nats.Msg) (done bool) {
+	pos, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	prev, _ := strconv.ParseUint(m.Header.Get("Nats-Last-Sequence"), 10, 64)
+	switch {
+	case pos <= r.pos:
+		return false // fetched already
+	case prev != r.pos:
+		done, _ = r.fetch(ctx) // one went missing: read from the stream
+		return done
+	}
+	r.pos = pos
+	return r.take(m.Header, m.Data)
+}
+
+// fetch reads the stream after the reader's position to its end; done
+// says the reader is finished (its consumer stopped, or the session
+// ended), err that the stream did not answer in time.
+func (r *streamReader) fetch(ctx context.Context) (done bool, err error) {
 	for {
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		cons, err := f.js.OrderedConsumer(actx, eventStream, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{eventSubject(session)}, DeliverPolicy: jetstream.DeliverAllPolicy})
-		cancel()
-		if err == nil {
-			return cons, nil
+		n, pending, done, err := r.fetchBatch(ctx)
+		if done || err != nil {
+			return done, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
+		if n == 0 || pending == 0 {
+			return false, nil
+		}
+	}
+}
+
+func (r *streamReader) fetchBatch(ctx context.Context) (n int, pending uint64, done bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	inbox := r.f.nc.NewRespInbox()
+	sub, err := r.f.nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer sub.Unsubscribe()
+	req, _ := json.Marshal(map[string]any{"seq": r.pos + 1, "next_by_subj": eventSubject(r.session), "batch": fetchBatch})
+	if err := r.f.nc.PublishRequest("$JS.API.DIRECT.GET."+eventStream, inbox, req); err != nil {
+		return 0, 0, false, err
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return n, 0, false, err
+		}
+		switch m.Header.Get("Status") {
+		case "404": // nothing after pos
+			return n, 0, false, nil
+		case "204": // the batch's end
+			pending, _ = strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+			return n, pending, false, nil
+		case "":
+		default:
+			return n, 0, false, fmt.Errorf("fleet: reading session %s: %s %s", r.session, m.Header.Get("Status"), m.Header.Get("Description"))
+		}
+		if pos, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64); pos > r.pos {
+			r.pos = pos
+		}
+		n++
+		if r.take(m.Header, m.Data) {
+			return n, 0, true, nil
+		}
+	}
+}
+
+// take yields what an event message makes ready, in seq order; done says
+// the reader is finished.
+func (r *streamReader) take(h nats.Header, data []byte) (done bool) {
+	seq, err := strconv.ParseUint(h.Get(seqHeader), 10, 64)
+	if err != nil {
+		return false // not an event
+	}
+	e, err := agent.DecodeLogged(data)
+	if err != nil {
+		r.yield(agent.Event{}, fmt.Errorf("fleet: event %d of session %s: %w", seq, r.session, err))
+		return true
+	}
+	if seq >= r.lastSeq {
+		r.lastSeq, r.ended = seq, e.Kind == agent.KindSessionEnded
+	}
+	if seq < r.next {
+		return false // before `after`, or a duplicate
+	}
+	e.Seq = int64(seq)
+	r.held[seq] = e
+	if len(r.held) > reorderRoom {
+		r.yield(agent.Event{}, fmt.Errorf("%w: session %s waits for %d", ErrOutOfOrder, r.session, r.next))
+		return true
+	}
+	for {
+		e, ok := r.held[r.next]
+		if !ok {
+			return false
+		}
+		delete(r.held, r.next)
+		r.next++
+		if !r.yield(e, nil) || e.Kind == agent.KindSessionEnded {
+			return true
 		}
 	}
 }
