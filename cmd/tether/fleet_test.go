@@ -542,7 +542,9 @@ func (n *natsNode) kill() {
 	<-n.exited
 }
 
-func (n *natsNode) url() string { return fmt.Sprintf("nats://tether:fleet-secret@127.0.0.1:%d", n.port) }
+func (n *natsNode) url() string {
+	return fmt.Sprintf("nats://tether:fleet-secret@127.0.0.1:%d", n.port)
+}
 
 // startJoined starts runners that only connect to the NATS nodes.
 func startJoined(t *testing.T, nodes []*natsNode, names ...string) []*fleetRunner {
