@@ -18,30 +18,53 @@ type FeedEvent struct {
 	Event agent.Event `json:"event"`
 }
 
-// feed wakes the readers of the runner-wide feed, and keeps its newest
-// events in memory, so a reader that keeps up is handed them without
-// reading them back from the log.
+// feed wakes the readers of the runner-wide feed, and while it has any,
+// keeps its newest events in memory, so a reader that keeps up is handed
+// them without reading them back from the log. Without readers it keeps
+// none: thousands of events held their agents' lines and items in the
+// heap (several MiB under a fast agent, marked at every collection) for
+// readers that might never come, and one that comes reads what it missed
+// from the log.
 type feed struct {
 	// appending orders appends: the log gives positions in the order
 	// events join recent.
 	appending sync.Mutex
 	mu        sync.Mutex
 	appended  chan struct{}
+	readers   int         // Feed iterations under way
 	recent    []FeedEvent // the newest, in position order, without gaps
 }
 
 func newFeed() *feed { return &feed{appended: make(chan struct{})} }
 
-// logged keeps events, logged at consecutive positions from pos, and
-// wakes the readers once. Under appending.
+// logged keeps events, logged at consecutive positions from pos, while
+// the feed has readers, and wakes the readers once. Under appending.
 func (f *feed) logged(pos uint64, events []agent.Event) {
 	f.mu.Lock()
-	for i := range events {
-		f.keep(FeedEvent{Pos: pos + uint64(i), Event: events[i]})
+	if f.readers > 0 {
+		for i := range events {
+			f.keep(FeedEvent{Pos: pos + uint64(i), Event: events[i]})
+		}
 	}
 	close(f.appended)
 	f.appended = make(chan struct{})
 	f.mu.Unlock()
+}
+
+// join counts a reader in; leave counts it out, and the last one out
+// drops what the feed kept for them.
+func (f *feed) join() {
+	f.mu.Lock()
+	f.readers++
+	f.mu.Unlock()
+}
+
+func (f *feed) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readers--; f.readers == 0 {
+		f.recent = nil
+	}
 }
 
 func (f *feed) woken() <-chan struct{} {
@@ -56,6 +79,10 @@ func (f *feed) woken() <-chan struct{} {
 // (while the feed still holds it: the log's retention applies).
 func (m *Manager) Feed(ctx context.Context, after uint64) iter.Seq2[FeedEvent, error] {
 	return func(yield func(FeedEvent, error) bool) {
+		// Counted before the first read, so that what is logged after
+		// the log's answer is kept for it.
+		m.feed.join()
+		defer m.feed.leave()
 		for {
 			woken := m.feed.woken()
 			var more bool

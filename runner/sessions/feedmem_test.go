@@ -3,6 +3,8 @@ package sessions
 import (
 	"math"
 	"testing"
+
+	"github.com/tetherhq/tether/agent"
 )
 
 // since takes a reader's cursor as it came: any uint64, past the end or
@@ -53,4 +55,30 @@ func FuzzFeedSince(f *testing.F) {
 			t.Fatalf("since(%d) went to the log though memory holds %d…%d", after, first, first+uint64(n)-1)
 		}
 	})
+}
+
+// The feed keeps events in memory only while someone reads it: without a
+// reader they would hold their payloads and log records in the heap for
+// nobody; the last reader out drops what was kept.
+func TestFeedKeepsOnlyForReaders(t *testing.T) {
+	f := newFeed()
+	events := make([]agent.Event, 3)
+	f.logged(1, events)
+	if got, ok := f.since(0); len(got) != 0 || ok {
+		t.Fatalf("without readers: %d events kept (in memory %v), want none", len(got), ok)
+	}
+	f.join()
+	f.join()
+	f.logged(4, events)
+	if got, ok := f.since(3); len(got) != 3 || !ok {
+		t.Fatalf("with readers: since(3) gave %d events (in memory %v), want 3", len(got), ok)
+	}
+	f.leave()
+	if got, _ := f.since(3); len(got) != 3 {
+		t.Fatalf("one reader left, one reads on: %d events kept, want 3", len(got))
+	}
+	f.leave()
+	if len(f.recent) != 0 {
+		t.Fatalf("the last reader left: %d events still kept", len(f.recent))
+	}
 }
