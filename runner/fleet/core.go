@@ -221,6 +221,12 @@ func (c *Core) place(req sessions.CreateRequest) (string, error) {
 		c.reg.placed[req.Runner]++
 		return req.Runner, nil
 	}
+	if req.Native && c.canTake(req.Agent) {
+		// A native client (protocol v1) is attached to this runner: its
+		// agent's every line flows to it, best without another hop.
+		c.reg.placed[c.f.cfg.Name]++
+		return c.f.cfg.Name, nil
+	}
 	var best *sessions.Runner
 	bestLoad := 0.0
 	offered := false
@@ -253,6 +259,16 @@ func (c *Core) place(req sessions.CreateRequest) (string, error) {
 	return "", fmt.Errorf("%w: every runner that offers %q is full or draining", sessions.ErrTooManySessions, req.Agent)
 }
 
+// canTake says whether this runner offers agent kind and has room for a
+// session of it. Under c.reg.mu.
+func (c *Core) canTake(kind string) bool {
+	if _, ok := c.local.Agents()[kind]; !ok || c.draining.Load() {
+		return false
+	}
+	me, ok := c.reg.runners[c.f.cfg.Name]
+	return !ok || me.MaxSessions == 0 || me.Sessions+c.reg.placed[c.f.cfg.Name] < me.MaxSessions
+}
+
 func loadOf(sessions, max int) float64 {
 	if max > 0 {
 		return float64(sessions) / float64(max)
@@ -276,19 +292,27 @@ func (c *Core) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool
 	return *r.Info, nil
 }
 
+// Get answers from this runner's core, or asks the session's runner (its
+// seq and state now, not as the registry last heard), or, when that
+// runner does not answer, the registry.
 func (c *Core) Get(id string) (sessions.Info, error) {
 	if info, err := c.local.Get(id); err == nil {
 		info.Runner = c.f.cfg.Name
 		return info, nil
 	}
+	info, err := c.ask(id)
+	if err == nil {
+		return info, nil
+	}
 	if s, ok := c.reg.session(id); ok {
 		return s.Info, nil
 	}
-	return c.ask(id)
+	return sessions.Info{}, err
 }
 
-// ask asks the fleet for a session the registry does not list (yet: its
-// runner's write of it waits for the bucket).
+// ask asks the runner that owns session id for it: the registry may not
+// list it yet (its runner's write waits for the bucket), or list it as it
+// was.
 func (c *Core) ask(id string) (sessions.Info, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, attemptTimeout)
 	defer cancel()

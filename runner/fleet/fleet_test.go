@@ -1,0 +1,356 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/workspace"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// openLone joins a one-node fleet whose node runs in the test's process.
+func openLone(t *testing.T, name string) *Fleet {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	body := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:-1\nauthorization { user: u, password: p }\njetstream { store_dir: %q }\n",
+		name, filepath.Join(dir, "js"))
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(context.Background(), Config{Name: name, NodeConfig: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+func openLog(t *testing.T) *eventlog.Bolt {
+	t.Helper()
+	l, err := eventlog.Open(filepath.Join(t.TempDir(), "events.db"), eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// publishing runs f's publisher until the test ends.
+func publishing(t *testing.T, f *Fleet) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.pub.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func appendEvents(t *testing.T, l *Log, session string, kinds ...agent.Kind) {
+	t.Helper()
+	var payloads [][]byte
+	for _, k := range kinds {
+		e := agent.Event{Kind: k, SessionID: session, Time: time.Now().UTC()}
+		switch k {
+		case agent.KindSessionStarted, agent.KindSessionEnded:
+			e.Session = &agent.SessionInfo{Agent: "mock"}
+		case agent.KindTurnStarted:
+			e.TurnID, e.Turn = "t", &agent.TurnInfo{}
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payloads = append(payloads, b)
+	}
+	if _, _, err := l.AppendAt(context.Background(), session, payloads); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func syncStream(t *testing.T, f *Fleet) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.pub.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAll reads session from the stream until its session.ended.
+func readAll(t *testing.T, f *Fleet, session string, after uint64) []agent.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []agent.Event
+	for e, err := range f.streamEvents(ctx, session, after) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("reading %s: no session.ended within the time: %d events", session, len(out))
+	}
+	return out
+}
+
+func seqs(events []agent.Event) []int64 {
+	var out []int64
+	for _, e := range events {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+// The publisher copies what the local log holds into the stream, each
+// event once and in seq order; a reader from any seq gets the rest once.
+func TestPublisherCopiesTheLogOnce(t *testing.T) {
+	f := openLone(t, "a")
+	l := f.Log(openLog(t))
+	publishing(t, f)
+	appendEvents(t, l, "s1", agent.KindSessionStarted, agent.KindTurnStarted)
+	appendEvents(t, l, "s2", agent.KindSessionStarted)
+	appendEvents(t, l, "s1", agent.KindTurnCompleted, agent.KindSessionEnded)
+	appendEvents(t, l, "s2", agent.KindSessionEnded)
+	syncStream(t, f)
+	if got := seqs(readAll(t, f, "s1", 0)); fmt.Sprint(got) != "[1 2 3 4]" {
+		t.Fatalf("s1 from the stream: %v", got)
+	}
+	if got := seqs(readAll(t, f, "s1", 2)); fmt.Sprint(got) != "[3 4]" {
+		t.Fatalf("s1 after 2: %v", got)
+	}
+	if got := readAll(t, f, "s1", 4); len(got) != 0 {
+		t.Fatalf("s1 after its end: %v", seqs(got))
+	}
+	if got := seqs(readAll(t, f, "s2", 0)); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("s2 from the stream: %v", got)
+	}
+	info, err := f.events.Info(context.Background())
+	if err != nil || info.State.Msgs != 6 {
+		t.Fatalf("the stream holds %+v (%v), want 6 messages", info.State, err)
+	}
+}
+
+// A runner that starts again (a publisher that knows nothing) publishes
+// only what the stream lacks: nothing twice.
+func TestRestartedPublisherSendsNothingTwice(t *testing.T) {
+	f := openLone(t, "a")
+	local := openLog(t)
+	l := f.Log(local)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.pub.run(ctx) }()
+	appendEvents(t, l, "s", agent.KindSessionStarted, agent.KindTurnStarted)
+	syncStream(t, f)
+	cancel()
+	<-done
+
+	l = f.Log(local) // a new publisher over the same log
+	publishing(t, f)
+	f.pub.mark("s")
+	appendEvents(t, l, "s", agent.KindTurnCompleted, agent.KindSessionEnded)
+	syncStream(t, f)
+	if got := seqs(readAll(t, f, "s", 0)); fmt.Sprint(got) != "[1 2 3 4]" {
+		t.Fatalf("after a restart: %v", got)
+	}
+	if info, _ := f.events.Info(context.Background()); info.State.Msgs != 4 {
+		t.Fatalf("the stream holds %d messages, want 4", info.State.Msgs)
+	}
+}
+
+// When another runner has written a session's next event (the fleet
+// ended it for a runner it took for lost), the runner stops publishing
+// that session: nothing it logs after interleaves.
+func TestPublisherIsFencedByAnotherWriter(t *testing.T) {
+	f := openLone(t, "a")
+	l := f.Log(openLog(t))
+	publishing(t, f)
+	appendEvents(t, l, "s", agent.KindSessionStarted)
+	syncStream(t, f)
+
+	other := &Core{f: &Fleet{cfg: Config{Name: "b"}, js: f.js, events: f.events}}
+	ended := agent.Event{Kind: agent.KindSessionEnded, SessionID: "s", Time: time.Now().UTC(),
+		Session: &agent.SessionInfo{Agent: "mock", Reason: agent.ReasonRunnerLost}}
+	last, pos, _, err := f.lastEvent(context.Background(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.publishAfter(context.Background(), "s", last, pos, []agent.Event{ended}); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, l, "s", agent.KindTurnStarted)
+	syncStream(t, f)
+	events := readAll(t, f, "s", 0)
+	if len(events) != 2 || events[1].Session.Reason != agent.ReasonRunnerLost {
+		t.Fatalf("the stream after the fence: %v", events)
+	}
+	f.pub.mu.Lock()
+	fenced := f.pub.state["s"].fenced
+	f.pub.mu.Unlock()
+	if !fenced {
+		t.Fatal("the publisher did not stop publishing a session another runner writes")
+	}
+}
+
+// A reader puts right events a retried publish left out of order, and
+// drops a duplicate, as long as each seq comes once in the end.
+func TestReaderReordersAndDropsDuplicates(t *testing.T) {
+	f := openLone(t, "a")
+	put := func(seq uint64, k agent.Kind) {
+		e := agent.Event{Kind: k, SessionID: "s", Time: time.Now().UTC(), Session: &agent.SessionInfo{Agent: "mock"}}
+		b, _ := json.Marshal(e)
+		m := &nats.Msg{Subject: eventSubject("s"), Data: b, Header: nats.Header{}}
+		m.Header.Set(seqHeader, strconv.FormatUint(seq, 10))
+		if _, err := f.js.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(1, agent.KindSessionStarted)
+	put(3, agent.KindItemStarted)
+	put(2, agent.KindTurnStarted)
+	put(3, agent.KindItemStarted)
+	put(4, agent.KindSessionEnded)
+	if got := seqs(readAll(t, f, "s", 0)); fmt.Sprint(got) != "[1 2 3 4]" {
+		t.Fatalf("read %v", got)
+	}
+}
+
+// A live reader gets what is published after it began.
+func TestReaderFollowsLive(t *testing.T) {
+	f := openLone(t, "a")
+	l := f.Log(openLog(t))
+	publishing(t, f)
+	appendEvents(t, l, "s", agent.KindSessionStarted)
+	syncStream(t, f)
+	got := make(chan []agent.Event, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var out []agent.Event
+		for e, err := range f.streamEvents(ctx, "s", 0) {
+			if err != nil {
+				break
+			}
+			out = append(out, e)
+		}
+		got <- out
+	}()
+	time.Sleep(50 * time.Millisecond)
+	appendEvents(t, l, "s", agent.KindTurnStarted)
+	time.Sleep(20 * time.Millisecond)
+	appendEvents(t, l, "s", agent.KindTurnCompleted, agent.KindSessionEnded)
+	if events := <-got; fmt.Sprint(seqs(events)) != "[1 2 3 4]" {
+		t.Fatalf("live: %v", seqs(events))
+	}
+}
+
+// Every error a caller matches survives the trip between runners.
+func TestWireErrorsMatch(t *testing.T) {
+	for _, s := range sentinels {
+		err := toWire(fmt.Errorf("owner says: %w", s.err)).err()
+		if !errors.Is(err, s.err) {
+			t.Errorf("%s: %v does not match after the wire", s.code, err)
+		}
+	}
+	first := agent.Resolution{ApprovalID: "a1", Decision: agent.Allow, Cause: agent.CauseClient, By: "ops"}
+	var already *agent.AlreadyResolvedError
+	if err := toWire(&agent.AlreadyResolvedError{First: first}).err(); !errors.As(err, &already) || already.First.By != "ops" {
+		t.Fatalf("already resolved after the wire: %v", err)
+	}
+	if err := toWire(errors.New("something else")).err(); err == nil || err.Error() != "something else" {
+		t.Fatalf("a plain error after the wire: %v", err)
+	}
+	var busy = &workspace.BusyError{}
+	if !errors.Is(toWire(busy).err(), workspace.ErrBusy) {
+		t.Fatal("a busy workspace after the wire")
+	}
+}
+
+// However often a command is asked, it runs once, and every asker gets
+// its answer.
+func TestAnswersRunACommandOnce(t *testing.T) {
+	var a answers
+	var ran sync.WaitGroup
+	runs := 0
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ans, first := a.get("id", time.Now())
+			if first {
+				ran.Add(1)
+				mu.Lock()
+				runs++
+				mu.Unlock()
+				a.finish(ans, []byte("done"), time.Now())
+				ran.Done()
+			}
+			<-ans.done
+			if string(ans.reply) != "done" {
+				t.Error("an asker got no answer")
+			}
+		}()
+	}
+	wg.Wait()
+	if runs != 1 {
+		t.Fatalf("the command ran %d times", runs)
+	}
+	if _, first := a.get("id", time.Now().Add(repliesKept+time.Second)); !first {
+		t.Fatal("an answer was kept past repliesKept")
+	}
+}
+
+// Session ids and runner names become one subject token and a valid key.
+func TestTokens(t *testing.T) {
+	seen := map[string]string{}
+	for _, id := range []string{"ses_0123abcd", "2c4f0e55-8a1e-4b4c-9d55-0f1e2d3c4b5a", "a.b", "a b", "*", ">", "=x", "é"} {
+		tok := token(id)
+		for _, c := range tok {
+			if c == '.' || c == ' ' || c == '*' || c == '>' {
+				t.Errorf("%q: token %q holds %q", id, tok, c)
+			}
+		}
+		if prev, ok := seen[tok]; ok {
+			t.Errorf("%q and %q share token %q", id, prev, tok)
+		}
+		seen[tok] = id
+	}
+}
+
+// A node configuration that lets anyone in, or has no JetStream, is
+// refused with a sentence that says what is missing.
+func TestNodeConfigRefused(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"without authentication":    "listen: 127.0.0.1:-1\njetstream { store_dir: %q }\n",
+		"does not enable JetStream": "listen: 127.0.0.1:-1\nauthorization { user: u, password: p }\n#%q\n",
+	} {
+		conf := filepath.Join(dir, "n.conf")
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf(body, filepath.Join(dir, "js"))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(context.Background(), Config{Name: "a", NodeConfig: conf})
+		if !errors.Is(err, ErrNodeConfig) || !containsText(err, name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func containsText(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
