@@ -11,6 +11,7 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
+	"github.com/tetherhq/tether/transport"
 )
 
 // TestedVersion is the OpenCode release this driver is tested against
@@ -40,6 +41,11 @@ type Driver struct {
 	// reconnectWait is the first wait before the event stream is opened
 	// again (tests lengthen it to make the stream miss events).
 	reconnectWait time.Duration
+	// launcher starts every server from one shared thread and waits for
+	// their exits and stderr together: a runner holds many idle agents,
+	// and a thread and goroutines each would cost more than the rest of
+	// an idle session.
+	launcher transport.Launcher
 }
 
 var _ agent.Driver = (*Driver)(nil)

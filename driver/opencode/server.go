@@ -112,7 +112,7 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork
 		return nil, err
 	}
 	cmd := &transport.Command{Path: d.cli, Args: []string{"serve", "--hostname", "127.0.0.1", "--port", "0"}, Env: env,
-		Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace,
+		Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace, Launcher: &d.launcher,
 		Logger: d.log, Stderr: func(line string) { d.log.Debug("opencode: stderr", "line", line) }}
 	if d.cfg.Sandbox != nil {
 		policy := *d.cfg.Sandbox
