@@ -21,12 +21,12 @@ const requestTimeout = 30 * time.Second
 // session's messages carry every tool output).
 const maxResponse = 256 << 20
 
-// client calls one `opencode serve` over loopback with its password. It
-// has a transport of its own, never a proxy, and close drops its
-// connections. It keeps no connection between calls: a session's calls
-// come seconds apart at best (a prompt, the answer to an approval), a
-// loopback connection costs microseconds, and one kept would hold two
-// goroutines and their buffers for every idle session.
+// client calls one `opencode serve` over loopback with its password,
+// never through a proxy; close drops its connections. It keeps no
+// connection between calls: a session's calls come seconds apart at best
+// (a prompt, the answer to an approval), a loopback connection costs
+// microseconds, and one kept would hold two goroutines and their buffers
+// for every idle session.
 type client struct {
 	base     string
 	password string
@@ -34,8 +34,17 @@ type client struct {
 	tr       *http.Transport
 }
 
-func newClient(base, password string) *client {
-	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true, DisableCompression: true}
+// newTransport is the transport of a driver's clients: with no connection
+// kept, one serves every session's server.
+func newTransport() *http.Transport {
+	return &http.Transport{Proxy: nil, DisableKeepAlives: true, DisableCompression: true}
+}
+
+// newClient calls base through tr (nil: a transport of its own).
+func newClient(base, password string, tr *http.Transport) *client {
+	if tr == nil {
+		tr = newTransport()
+	}
 	return &client{base: base, password: password, tr: tr, hc: &http.Client{Transport: tr}}
 }
 

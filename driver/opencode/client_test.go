@@ -39,7 +39,7 @@ func TestClientKeepsNoConnection(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c := newClient(srv.URL, "pw")
+	c := newClient(srv.URL, "pw", nil)
 	defer c.close()
 	for range 2 {
 		if _, err := c.health(context.Background()); err != nil {
@@ -78,10 +78,11 @@ func TestEventStreamOwnConnection(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	c := newClient(srv.URL, "pw")
+	c := newClient(srv.URL, "pw", nil)
 	defer c.close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	before := connLoops()
 	body, err := c.events(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -92,9 +93,8 @@ func TestEventStreamOwnConnection(t *testing.T) {
 	if err != nil || ev.Type != oc.EventServerConnected {
 		t.Fatalf("Next = %+v, %v; want server.connected", ev, err)
 	}
-	buf := make([]byte, 1<<20)
-	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "net/http.(*persistConn)") {
-		t.Errorf("the stream runs on a transport's connection goroutines")
+	if after := connLoops(); after > before {
+		t.Errorf("the stream added %d transport connection goroutines", after-before)
 	}
 	ended := make(chan error, 1)
 	go func() {
@@ -113,5 +113,26 @@ func TestEventStreamOwnConnection(t *testing.T) {
 	}
 	if _, err := (&client{base: srv.URL, password: "wrong", hc: c.hc, tr: c.tr}).events(context.Background()); err == nil {
 		t.Error("a refused stream opened")
+	}
+}
+
+// connLoops counts the goroutines of http.Transport connections (other
+// tests' may be ending meanwhile: only more of them tells).
+func connLoops() int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "net/http.(*persistConn).")
+}
+
+// A driver's clients share its transport; a client without one has its
+// own, which keeps no connection either.
+func TestClientTransport(t *testing.T) {
+	shared := newTransport()
+	a, b := newClient("http://127.0.0.1:1", "pw", shared), newClient("http://127.0.0.1:2", "pw", shared)
+	if a.tr != shared || b.tr != shared || a.hc.Transport != shared {
+		t.Error("the clients do not call through the driver's transport")
+	}
+	own := newClient("http://127.0.0.1:3", "pw", nil)
+	if own.tr == nil || own.tr == shared || !own.tr.DisableKeepAlives || own.tr.Proxy != nil {
+		t.Errorf("a client's own transport: %+v", own.tr)
 	}
 }

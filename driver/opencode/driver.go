@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -46,6 +47,9 @@ type Driver struct {
 	// and a thread and goroutines each would cost more than the rest of
 	// an idle session.
 	launcher transport.Launcher
+	// calls is the HTTP transport of every session's calls: one per
+	// session would cost its own state (and HTTP/2's) each time.
+	calls *http.Transport
 }
 
 var _ agent.Driver = (*Driver)(nil)
@@ -65,7 +69,7 @@ var (
 // error matching driver.ErrCLINotFound, another version than
 // TestedVersion a *driver.VersionError (unless AllowUntestedVersion).
 func New(cfg driver.Config) (*Driver, error) {
-	d := &Driver{cfg: cfg, log: cfg.Logger, now: cfg.Now}
+	d := &Driver{cfg: cfg, log: cfg.Logger, now: cfg.Now, calls: newTransport()}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

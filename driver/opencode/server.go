@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,7 +137,7 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork
 	}
 	srv.url = url
 	go srv.drain()
-	if err := srv.waitHealthy(ctx); err != nil {
+	if err := srv.waitHealthy(ctx, d.calls); err != nil {
 		srv.close()
 		return nil, err
 	}
@@ -194,9 +195,9 @@ func (s *server) drain() {
 	}
 }
 
-// waitHealthy polls GET /global/health until it says healthy.
-func (s *server) waitHealthy(ctx context.Context) error {
-	c := newClient(s.url, s.password)
+// waitHealthy polls GET /global/health through tr until it says healthy.
+func (s *server) waitHealthy(ctx context.Context, tr *http.Transport) error {
+	c := newClient(s.url, s.password, tr)
 	defer c.close()
 	var last error
 	for {
