@@ -36,9 +36,10 @@ type Command struct {
 	Env []string
 	Dir string
 	// Stderr receives each line the child writes to stderr, without its
-	// newline, on a goroutine of its own; Close returns only after the last
-	// call. stderr is always drained (an unread pipe would block the child).
-	// A line longer than 16 KiB arrives in 16 KiB pieces.
+	// newline, one call at a time on a goroutine other than the caller's;
+	// Close returns only after the last call. stderr is always drained (an
+	// unread pipe would block the child). A line longer than 16 KiB
+	// arrives in 16 KiB pieces.
 	Stderr func(line string)
 	// StderrTailSize is how many trailing stderr bytes errors quote
 	// (default 4 KiB).
@@ -55,8 +56,9 @@ type Command struct {
 	EOFExitWait time.Duration
 	Logger      *slog.Logger
 	// Launcher, when set, forks the child from a thread shared with the
-	// other Commands that use it, instead of one of the child's own (see
-	// Launcher): for processes that run many agents at once.
+	// other Commands that use it, instead of one of the child's own, and
+	// waits for its exit and stderr together with theirs (see Launcher):
+	// for processes that run many agents at once.
 	Launcher *Launcher
 	// Containment is how the processes the agent starts are ended with it
 	// (default ContainAuto: the strongest mode this process allows). A mode
@@ -160,14 +162,22 @@ func (c *Command) startProcess(f *fence) (*commandConn, error) {
 		stderrEOF: make(chan struct{}),
 	}
 	conn.writer = ndjson.NewWriter(conn.stdinW)
-	started := make(chan error, 1)
-	go conn.run(started)
-	if err := <-started; err != nil {
+	if c.Stderr != nil {
+		conn.lines = &stderrLines{emit: c.Stderr}
+	}
+	if l := c.Launcher; l != nil {
+		err = conn.startShared(l)
+	} else {
+		started := make(chan error, 1)
+		go conn.run(started)
+		err = <-started
+	}
+	if err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
 		return nil, err
 	}
 	closeAll(stdinR, stdoutW, stderrW)
-	go conn.drainStderr()
+	conn.watchStderr()
 	return conn, nil
 }
 
@@ -187,6 +197,16 @@ type commandConn struct {
 	writer *ndjson.Writer
 	stdinW *countingWriter // counts what reached the pipe (under writeSem)
 	tail   *tailBuffer
+	lines  *stderrLines // nil without Command.Stderr
+
+	// With a Launcher, its watcher reads stderr when there is something
+	// to read (drainReady), under stderrMu; stderrTok is the watch and
+	// stderrWatched says there is one.
+	stderrMu      sync.Mutex
+	stderrTok     int32
+	stderrWatched bool
+	stderrDone    bool           // stderrEOF is closed (under stderrMu)
+	drains        sync.WaitGroup // drainReady goroutines
 
 	fence     *fence
 	exited    chan struct{} // closed once the group is swept and the leader reaped
@@ -263,6 +283,31 @@ func (c *commandConn) run(started chan<- error) {
 	if release == nil {
 		runtime.UnlockOSThread()
 	}
+	c.finish(waitErr)
+}
+
+// startShared starts the process from l's thread and has l's watcher
+// wait for its exit: no goroutine of its own waits while it runs. Where
+// the watcher cannot, a goroutine waits as without a Launcher.
+func (c *commandConn) startShared(l *Launcher) error {
+	release, err := l.start(c.cmd)
+	if err != nil {
+		return err
+	}
+	c.fence.started(c.cmd)
+	finish := func(waitErr error) {
+		defer release() // after the reap
+		c.finish(waitErr)
+	}
+	if l.watch.watchExit(c.cmd.Process.Pid, func(err error) { go finish(err) }) != nil {
+		go func() { finish(waitExited(c.cmd.Process.Pid)) }()
+	}
+	return nil
+}
+
+// finish reaps the exited leader, reports its exit and waits for what the
+// fence killed to be gone.
+func (c *commandConn) finish(waitErr error) {
 	c.reap(waitErr)
 	// The exit is reported already; Close waits for the rest to be gone.
 	c.fence.settle(c.logger())
@@ -301,28 +346,115 @@ func (c *commandConn) signalGroup(sig syscall.Signal) {
 	}
 }
 
+// watchStderr has the Launcher's watcher read stderr when there is
+// something to read, or else a goroutine read it for the child's life.
+func (c *commandConn) watchStderr() {
+	if l := c.cfg.Launcher; l != nil {
+		c.stderrMu.Lock() // a drain waits until the watch is noted
+		defer c.stderrMu.Unlock()
+		tok, err := l.watch.watchReadable(c.stderr, func() {
+			c.drains.Add(1)
+			go c.drainReady()
+		})
+		if err == nil {
+			c.stderrTok, c.stderrWatched = tok, true
+			return
+		}
+	}
+	go c.drainStderr()
+}
+
 func (c *commandConn) drainStderr() {
 	defer close(c.stderrEOF)
-	var lines *stderrLines
-	if c.cfg.Stderr != nil {
-		lines = &stderrLines{emit: c.cfg.Stderr}
-	}
 	buf := make([]byte, stderrReadSize)
 	for {
 		n, err := c.stderr.Read(buf)
-		if n > 0 {
-			_, _ = c.tail.Write(buf[:n])
-			if lines != nil {
-				lines.write(buf[:n])
-			}
-		}
+		c.stderrRead(buf[:n])
 		if err != nil {
-			if lines != nil {
-				lines.flush()
+			if c.lines != nil {
+				c.lines.flush()
 			}
 			return
 		}
 	}
+}
+
+func (c *commandConn) stderrRead(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	_, _ = c.tail.Write(p)
+	if c.lines != nil {
+		c.lines.write(p)
+	}
+}
+
+// drainReady reads what stderr has, without waiting, and has the watcher
+// wait for more; at its end it ends the watch.
+func (c *commandConn) drainReady() {
+	defer c.drains.Done()
+	c.stderrMu.Lock()
+	defer c.stderrMu.Unlock()
+	if c.stderrDone {
+		return
+	}
+	raw, err := c.stderr.SyscallConn()
+	if err != nil {
+		c.endStderrLocked()
+		return
+	}
+	buf := make([]byte, stderrReadSize)
+	for {
+		var n int
+		var rerr error
+		if err := raw.Control(func(fd uintptr) {
+			for {
+				n, rerr = unix.Read(int(fd), buf)
+				if rerr != unix.EINTR {
+					return
+				}
+			}
+		}); err != nil {
+			rerr = err
+		}
+		switch {
+		case rerr == unix.EAGAIN:
+			if c.cfg.Launcher.watch.rearm(c.stderrTok) != nil {
+				c.endStderrLocked()
+			}
+			return
+		case rerr != nil || n <= 0: // the end, or a read that failed
+			c.endStderrLocked()
+			return
+		}
+		c.stderrRead(buf[:n])
+	}
+}
+
+// endStderrLocked ends a watched stderr: no more is read, the last line
+// is passed on, stderrEOF closes. Call with stderrMu held.
+func (c *commandConn) endStderrLocked() {
+	if c.stderrDone {
+		return
+	}
+	c.stderrDone = true
+	c.cfg.Launcher.watch.unwatch(c.stderrTok)
+	if c.lines != nil {
+		c.lines.flush()
+	}
+	close(c.stderrEOF)
+}
+
+// stopStderr ends a watched stderr before its file is closed (a no-op
+// otherwise), and waits for its drains.
+func (c *commandConn) stopStderr() {
+	if !c.stderrWatched {
+		return
+	}
+	c.stderrMu.Lock()
+	c.endStderrLocked()
+	c.stderrMu.Unlock()
+	c.drains.Wait()
 }
 
 // deadlineOnDone arranges for set(past) to run when ctx is done, which wakes
@@ -508,6 +640,7 @@ func (c *commandConn) shutdown() error {
 	case <-c.stderrEOF:
 	case <-time.After(time.Second):
 	}
+	c.stopStderr()
 	closeAll(c.stdout, c.stderr)
 	<-c.stderrEOF
 	return nil

@@ -19,6 +19,9 @@ import (
 // Commands that share a Launcher fork from its thread instead, which stays
 // locked while any child it started is alive and ends after the last one
 // has been reaped. A runner with many idle agents saves a thread per agent.
+// Its children's exits and stderr are waited for together too (on Linux,
+// one goroutine with an epoll of their pidfds and pipes), which saves two
+// goroutines' stacks per agent.
 //
 // The zero Launcher is ready to use and holds no thread while none of its
 // children is alive. It must not be copied after first use.
@@ -29,6 +32,9 @@ type Launcher struct {
 	// mode is the containment last logged for its children, so a runner
 	// says it once rather than per agent (never auto, the zero value).
 	mode Containment
+	// watch waits for its children's exits and stderr from one
+	// goroutine, instead of two of each child's own.
+	watch watcher
 	// cgroup is where its children's cgroups go, looked for once: a
 	// process's own cgroup and its rights there do not change.
 	cgroup struct {

@@ -2,12 +2,14 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -110,4 +112,82 @@ func TestStderrLines(t *testing.T) {
 	if cap(s.part) > stderrReadSize {
 		t.Errorf("after the long line the splitter keeps %d bytes", cap(s.part))
 	}
+}
+
+// Idle children of one Launcher have no goroutines of their own: their
+// exits and stderr are waited for by the Launcher's one watcher, besides
+// its thread's goroutine. Not parallel, so nothing else starts goroutines.
+func TestLauncherIdleChildrenHoldNoGoroutines(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the shared watcher is Linux's")
+	}
+	var l Launcher
+	const n = 20
+	before := runtime.NumGoroutine()
+	conns := make([]Conn, n)
+	for i := range conns {
+		cmd := shell("exec cat")
+		cmd.Launcher = &l
+		cmd.Stderr = func(string) {}
+		conns[i] = connect(t, cmd)
+	}
+	if grew := runtime.NumGoroutine() - before; grew > 2 {
+		t.Errorf("%d idle children added %d goroutines, want at most 2 (the Launcher's thread and watcher)", n, grew)
+	}
+	for _, conn := range conns {
+		closeConn(t, conn)
+	}
+	goleak.VerifyNone(t)
+}
+
+// Through a Launcher's watcher, a child that talks on stderr while it
+// idles and then dies still ends with its cause: every stderr line reaches
+// the callback, the tail is quoted in the exit error, and the exit is seen
+// while nothing reads.
+func TestLauncherChildExitAndStderr(t *testing.T) {
+	var l Launcher
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	cmd := shell(`read x; i=0; while [ $i -lt 200 ]; do echo "err line $i" >&2; i=$((i+1)); done
+printf 'last words' >&2; exit 3`)
+	cmd.Launcher = &l
+	cmd.Stderr = func(line string) {
+		mu.Lock()
+		lines = append(lines, line)
+		mu.Unlock()
+	}
+	conn := connect(t, cmd)
+	other := shell("exec cat") // another child, idle all along
+	other.Launcher = &l
+	idle := connect(t, other)
+	time.Sleep(50 * time.Millisecond) // both idle in the watcher
+	writeLine(t, conn, "go")
+	c := conn.(*commandConn)
+	select {
+	case <-c.exited: // seen without a Read
+	case <-time.After(hangGuard):
+		t.Fatal("the exit was not seen")
+	}
+	err := readErr(t, conn)
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != 3 {
+		t.Fatalf("Read = %v, want *ExitError with code 3", err)
+	}
+	if !strings.HasSuffix(exit.StderrTail, "err line 199\nlast words") {
+		t.Errorf("StderrTail ends %q", exit.StderrTail[max(0, len(exit.StderrTail)-40):])
+	}
+	closeConn(t, conn)
+	mu.Lock()
+	if len(lines) != 201 || lines[0] != "err line 0" || lines[200] != "last words" {
+		t.Errorf("callback got %d lines (%.3q …), want 201", len(lines), lines)
+	}
+	mu.Unlock()
+	writeLine(t, idle, "still here")
+	if got := readLine(t, idle); got != "still here" {
+		t.Errorf("the other child read %q", got)
+	}
+	closeConn(t, idle)
+	goleak.VerifyNone(t)
 }

@@ -55,8 +55,9 @@ type SandboxConfig struct {
 type Driver struct {
 	cfg     Config
 	cliPath string
-	// launcher forks every CLI from one shared thread: a runner holds many
-	// agents, and a thread each would cost more than an idle agent else.
+	// launcher forks every CLI from one shared thread and waits for their
+	// exits and stderr together: a runner holds many agents, and a thread
+	// and goroutines each would cost more than an idle agent else.
 	launcher transport.Launcher
 	now      func() time.Time
 }

@@ -38,6 +38,11 @@ type Driver struct {
 	cfg     driver.Config
 	cliPath string
 	version string
+	// launcher starts every app-server from one shared thread and waits
+	// for their exits and stderr together: a runner holds many idle
+	// agents, and a thread and goroutines each would cost more than the
+	// rest of an idle session.
+	launcher transport.Launcher
 }
 
 var _ agent.Driver = (*Driver)(nil)
@@ -121,7 +126,7 @@ func (d *Driver) command(req agent.StartRequest, env []string) (*transport.Comma
 	args := []string{"app-server"}
 	log := d.cfg.Logger
 	cmd := &transport.Command{Path: d.cliPath, Args: args, Env: env, Dir: req.Workspace, Logger: log,
-		ExitGrace: 2 * time.Second, TermGrace: 2 * time.Second,
+		Launcher: &d.launcher, ExitGrace: 2 * time.Second, TermGrace: 2 * time.Second,
 		Stderr: func(line string) { log.Debug("codex stderr", "line", line) }}
 	if d.cfg.Sandbox == nil {
 		return cmd, nil

@@ -1,11 +1,13 @@
 package opencode
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -19,9 +21,12 @@ const requestTimeout = 30 * time.Second
 // session's messages carry every tool output).
 const maxResponse = 256 << 20
 
-// client calls one `opencode serve` over loopback with its password. It
-// has a transport of its own, never a proxy, and close drops its
-// connections.
+// client calls one `opencode serve` over loopback with its password,
+// never through a proxy; close drops its connections. It keeps no
+// connection between calls: a session's calls come seconds apart at best
+// (a prompt, the answer to an approval), a loopback connection costs
+// microseconds, and one kept would hold two goroutines and their buffers
+// for every idle session.
 type client struct {
 	base     string
 	password string
@@ -29,8 +34,17 @@ type client struct {
 	tr       *http.Transport
 }
 
-func newClient(base, password string) *client {
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second, DisableCompression: true}
+// newTransport is the transport of a driver's clients: with no connection
+// kept, one serves every session's server.
+func newTransport() *http.Transport {
+	return &http.Transport{Proxy: nil, DisableKeepAlives: true, DisableCompression: true}
+}
+
+// newClient calls base through tr (nil: a transport of its own).
+func newClient(base, password string, tr *http.Transport) *client {
+	if tr == nil {
+		tr = newTransport()
+	}
 	return &client{base: base, password: password, tr: tr, hc: &http.Client{Transport: tr}}
 }
 
@@ -95,22 +109,65 @@ func (c *client) health(ctx context.Context) (oc.Health, error) {
 	return h, err
 }
 
+// streamReadSize is the buffer the event stream's response is read
+// through: its header lines and chunk sizes; event data larger than it is
+// read past it.
+const streamReadSize = 1 << 10
+
 // events opens GET /event; the body streams until ctx ends or the server
-// drops it.
+// drops it. It has a connection of its own, read only by the caller: an
+// http.Transport would add its connection's reader and writer, two
+// goroutines for the session's whole life.
 func (c *client) events(ctx context.Context) (io.ReadCloser, error) {
 	req, err := c.request(ctx, http.MethodGet, oc.PathEvent, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.hc.Do(req)
+	fail := func(err error) error { return fmt.Errorf("opencode: GET %s: %w", oc.PathEvent, err) }
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", req.URL.Host)
 	if err != nil {
-		return nil, fmt.Errorf("opencode: GET %s: %w", oc.PathEvent, err)
+		return nil, fail(err)
+	}
+	// ctx's end closes the connection, which ends a blocked read.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	body, err := c.openStream(conn, req)
+	if err != nil {
+		stop()
+		_ = conn.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fail(err)
+	}
+	return &streamBody{ReadCloser: body, conn: conn, stop: stop}, nil
+}
+
+// openStream sends req on conn and returns the body of a 200 answer.
+func (c *client) openStream(conn net.Conn, req *http.Request) (io.ReadCloser, error) {
+	if err := req.Write(conn); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, streamReadSize), req)
+	if err != nil {
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		return nil, fmt.Errorf("opencode: GET %s: %w", oc.PathEvent, oc.ParseResponseError(resp.StatusCode, data))
+		return nil, oc.ParseResponseError(resp.StatusCode, data)
 	}
 	return resp.Body, nil
+}
+
+// streamBody is the event stream's body; closing it closes its connection.
+type streamBody struct {
+	io.ReadCloser
+	conn net.Conn
+	stop func() bool
+}
+
+func (b *streamBody) Close() error {
+	b.stop()
+	return b.conn.Close()
 }

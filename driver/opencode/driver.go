@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
+	"github.com/tetherhq/tether/transport"
 )
 
 // TestedVersion is the OpenCode release this driver is tested against
@@ -40,6 +42,14 @@ type Driver struct {
 	// reconnectWait is the first wait before the event stream is opened
 	// again (tests lengthen it to make the stream miss events).
 	reconnectWait time.Duration
+	// launcher starts every server from one shared thread and waits for
+	// their exits and stderr together: a runner holds many idle agents,
+	// and a thread and goroutines each would cost more than the rest of
+	// an idle session.
+	launcher transport.Launcher
+	// calls is the HTTP transport of every session's calls: one per
+	// session would cost its own state (and HTTP/2's) each time.
+	calls *http.Transport
 }
 
 var _ agent.Driver = (*Driver)(nil)
@@ -59,7 +69,7 @@ var (
 // error matching driver.ErrCLINotFound, another version than
 // TestedVersion a *driver.VersionError (unless AllowUntestedVersion).
 func New(cfg driver.Config) (*Driver, error) {
-	d := &Driver{cfg: cfg, log: cfg.Logger, now: cfg.Now}
+	d := &Driver{cfg: cfg, log: cfg.Logger, now: cfg.Now, calls: newTransport()}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

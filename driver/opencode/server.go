@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,7 +113,7 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork
 		return nil, err
 	}
 	cmd := &transport.Command{Path: d.cli, Args: []string{"serve", "--hostname", "127.0.0.1", "--port", "0"}, Env: env,
-		Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace,
+		Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace, Launcher: &d.launcher,
 		Logger: d.log, Stderr: func(line string) { d.log.Debug("opencode: stderr", "line", line) }}
 	if d.cfg.Sandbox != nil {
 		policy := *d.cfg.Sandbox
@@ -136,7 +137,7 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork
 	}
 	srv.url = url
 	go srv.drain()
-	if err := srv.waitHealthy(ctx); err != nil {
+	if err := srv.waitHealthy(ctx, d.calls); err != nil {
 		srv.close()
 		return nil, err
 	}
@@ -194,9 +195,9 @@ func (s *server) drain() {
 	}
 }
 
-// waitHealthy polls GET /global/health until it says healthy.
-func (s *server) waitHealthy(ctx context.Context) error {
-	c := newClient(s.url, s.password)
+// waitHealthy polls GET /global/health through tr until it says healthy.
+func (s *server) waitHealthy(ctx context.Context, tr *http.Transport) error {
+	c := newClient(s.url, s.password, tr)
 	defer c.close()
 	var last error
 	for {

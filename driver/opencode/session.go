@@ -104,7 +104,7 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if err != nil {
 		return nil, err
 	}
-	s := &session{d: d, srv: srv, api: newClient(srv.url, srv.password), model: model, opts: opts, out: outbox.New(64), children: map[string]bool{}}
+	s := &session{d: d, srv: srv, api: newClient(srv.url, srv.password, d.calls), model: model, opts: opts, out: outbox.New(64), children: map[string]bool{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Subscribe before the session exists, so that nothing it says is
 	// missed.
