@@ -17,6 +17,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/internal/testing/natstest"
 )
 
 // fleetLostWithin is what the fleet promises: a runner that stops
@@ -26,46 +27,18 @@ const fleetLostWithin = 10 * time.Second
 // freePorts reserves n loopback ports and frees them for a child to take.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+	ports, err := natstest.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
 
-// natsNodeConfig is one node of a three-node cluster on loopback, with
-// passwords for clients and routes, as docs/fleet.md shows.
+// natsNodeConfig is one node of a cluster on loopback (see natstest).
 func natsNodeConfig(t *testing.T, dir, name string, client, route int, routes []int) string {
 	t.Helper()
-	var urls []string
-	for _, p := range routes {
-		urls = append(urls, fmt.Sprintf("nats://route:route-secret@127.0.0.1:%d", p))
-	}
-	conf := fmt.Sprintf(`server_name: %s
-listen: 127.0.0.1:%d
-authorization { user: tether, password: fleet-secret }
-jetstream { store_dir: %q }
-`, name, client, filepath.Join(dir, "jetstream"))
-	if len(routes) > 0 {
-		conf += fmt.Sprintf(`cluster {
-  name: tether
-  listen: 127.0.0.1:%d
-  authorization { user: route, password: route-secret }
-  routes: [%s]
-}
-`, route, strings.Join(urls, ", "))
-	}
-	path := filepath.Join(dir, "nats.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+	path, err := natstest.NodeConfig(dir, name, client, route, routes)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -45,32 +45,45 @@ func (f *Fleet) Log(local eventlog.Log) *Log {
 // busy session does not hold up the others.
 const maxRound = 2048
 
+// maxInFlight bounds the events published and not yet acked.
+const maxInFlight = 8192
+
 // publisher copies the local log into the stream, each session in seq
-// order, each event once.
+// order, each event once. It does not wait for a round's acks before the
+// next: a settler takes them in order on a goroutine of its own, and a
+// failure rewinds the session to its last acked event and publishes the
+// rest again, with the same message ids (the stream drops what landed).
 type publisher struct {
 	f     *Fleet
 	local eventlog.Log
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	dirty  map[string]bool
-	state  map[string]*pubState
-	busy   bool          // a round is publishing
-	wake   chan struct{} // capacity 1
-	synced chan struct{} // closed and replaced when a round leaves nothing dirty
+	mu       sync.Mutex
+	dirty    map[string]bool
+	state    map[string]*pubState
+	busy     bool          // a round is publishing
+	inFlight int           // published, not yet acked or failed
+	wake     chan struct{} // capacity 1
+	room     chan struct{} // capacity 1: acks made room under maxInFlight
+	synced   chan struct{} // closed and replaced when nothing is left to publish or ack
+	sent     chan sent     // to the settler, in publish order
 }
 
 type pubState struct {
-	seq       uint64 // the session's last seq in the stream
+	seq       uint64 // the session's last seq acked in the stream
 	streamSeq uint64 // that event's position in the stream
+	next      uint64 // the last seq published (>= seq)
+	inFlight  int    // its events published and not yet acked
+	epoch     int    // bumped by a failure: acks of the epoch before are stale
 	known     bool   // seq and streamSeq were read from the stream or acks
-	clean     bool   // the last round ended without a failure: fence the next one
+	clean     bool   // no failure since they were: fence the next publish
 	fenced    bool   // another runner writes this session now
 }
 
 func newPublisher(f *Fleet, local eventlog.Log) *publisher {
 	return &publisher{f: f, local: local, log: f.log, dirty: map[string]bool{}, state: map[string]*pubState{},
-		wake: make(chan struct{}, 1), synced: make(chan struct{})}
+		wake: make(chan struct{}, 1), room: make(chan struct{}, 1), synced: make(chan struct{}),
+		sent: make(chan sent, maxInFlight)}
 }
 
 func (p *publisher) mark(session string) {
@@ -83,9 +96,13 @@ func (p *publisher) mark(session string) {
 	}
 }
 
-// run publishes until ctx ends, retrying with a growing pause while NATS
-// does not take the events (a dropped link: the local log keeps them).
+// run publishes until ctx ends, with its settler; after a failure it
+// pauses, growing, so a dropped link is not a busy loop (the local log
+// keeps the events meanwhile).
 func (p *publisher) run(ctx context.Context) {
+	settled := make(chan struct{})
+	go func() { defer close(settled); p.settle(ctx) }()
+	defer func() { <-settled }()
 	pause := 100 * time.Millisecond
 	for {
 		select {
@@ -93,19 +110,16 @@ func (p *publisher) run(ctx context.Context) {
 			return
 		case <-p.wake:
 		}
-		for {
-			failed := p.round(ctx)
-			if !failed {
-				pause = 100 * time.Millisecond
-				break
-			}
+		if p.round(ctx) {
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(pause):
 			}
 			pause = min(2*pause, 2*time.Second)
+			continue
 		}
+		pause = 100 * time.Millisecond
 	}
 }
 
@@ -113,7 +127,7 @@ func (p *publisher) run(ctx context.Context) {
 func (p *publisher) Sync(ctx context.Context) error {
 	for {
 		p.mu.Lock()
-		done := len(p.dirty) == 0 && !p.busy
+		done := len(p.dirty) == 0 && !p.busy && p.inFlight == 0
 		ch := p.synced
 		p.mu.Unlock()
 		if done {
@@ -127,14 +141,23 @@ func (p *publisher) Sync(ctx context.Context) error {
 	}
 }
 
+// settledLocked tells Sync's waiters when nothing is left. Under p.mu.
+func (p *publisher) settledLocked() {
+	if len(p.dirty) == 0 && !p.busy && p.inFlight == 0 {
+		close(p.synced)
+		p.synced = make(chan struct{})
+	}
+}
+
 type sent struct {
 	session string
 	seq     uint64
+	epoch   int
 	fut     jetstream.PubAckFuture
 }
 
-// round publishes what the dirty sessions hold beyond the stream, and
-// reports whether any of it must be tried again.
+// round publishes what the dirty sessions hold beyond what was published,
+// and reports whether any of it must be tried again after a pause.
 func (p *publisher) round(ctx context.Context) (failed bool) {
 	p.mu.Lock()
 	sessions := make([]string, 0, len(p.dirty))
@@ -147,13 +170,9 @@ func (p *publisher) round(ctx context.Context) (failed bool) {
 	defer func() {
 		p.mu.Lock()
 		p.busy = false
-		if len(p.dirty) == 0 {
-			close(p.synced)
-			p.synced = make(chan struct{})
-		}
+		p.settledLocked()
 		p.mu.Unlock()
 	}()
-	var out []sent
 	for _, s := range sessions {
 		st, err := p.stateOf(ctx, s)
 		if err != nil {
@@ -162,102 +181,153 @@ func (p *publisher) round(ctx context.Context) (failed bool) {
 			failed = true
 			continue
 		}
-		if st.fenced {
+		p.mu.Lock()
+		skip := st.fenced || !st.known // a failed epoch still settling marks it again
+		p.mu.Unlock()
+		if skip {
 			continue
 		}
-		more, err := p.publishSession(ctx, s, st, &out)
+		more, err := p.publishSession(ctx, s, st)
 		if err != nil {
+			p.log.Debug("fleet: publish failed; will retry", "session", s, "err", err)
 			p.mark(s)
 			failed = true
 		} else if more {
 			p.mark(s)
 		}
 	}
-	return p.settle(ctx, out) || failed
+	return failed
 }
 
 // stateOf is what the stream holds of session, read from it the first
-// time (a restarted runner, a session taken over).
+// time (a restarted runner, a session taken over) and after a failure,
+// once the session's events in flight are settled.
 func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, error) {
 	p.mu.Lock()
 	st := p.state[session]
-	p.mu.Unlock()
-	if st != nil && st.known {
+	if st != nil && (st.known || st.inFlight > 0) {
+		p.mu.Unlock()
 		return st, nil
 	}
+	p.mu.Unlock()
 	seq, streamSeq, _, err := p.f.lastEvent(ctx, session)
 	if err != nil {
 		return nil, err
 	}
-	st = &pubState{seq: seq, streamSeq: streamSeq, known: true, clean: true}
 	p.mu.Lock()
-	p.state[session] = st
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	if st == nil {
+		st = &pubState{}
+		p.state[session] = st
+	}
+	st.seq, st.streamSeq, st.next, st.known, st.clean = seq, streamSeq, seq, true, true
 	return st, nil
 }
 
-// publishSession sends session's events after the stream's last, at most
-// maxRound of them; more says there were more.
-func (p *publisher) publishSession(ctx context.Context, session string, st *pubState, out *[]sent) (more bool, err error) {
+// publishSession sends session's events after the last published, at
+// most maxRound of them; more says there were more.
+func (p *publisher) publishSession(ctx context.Context, session string, st *pubState) (more bool, err error) {
+	p.mu.Lock()
+	after, epoch := st.next, st.epoch
+	fence := st.inFlight == 0 && st.clean
+	expect := st.streamSeq
+	p.mu.Unlock()
 	n := 0
 	subject := eventSubject(session)
-	for ev, err := range p.local.Read(ctx, session, st.seq) {
+	for ev, err := range p.local.Read(ctx, session, after) {
 		if err != nil {
 			return false, err
 		}
 		if n == maxRound {
 			return true, nil
 		}
+		if !p.waitForRoom(ctx) {
+			return false, ctx.Err()
+		}
 		m := &nats.Msg{Subject: subject, Data: ev.Payload, Header: nats.Header{}}
 		seq := strconv.FormatUint(ev.Seq, 10)
 		m.Header.Set(seqHeader, seq)
 		m.Header.Set(runnerHeader, p.f.cfg.Name)
 		opts := []jetstream.PublishOpt{jetstream.WithMsgID(session + ":" + seq)}
-		if n == 0 && st.clean {
+		if n == 0 && fence {
 			// Fences out a second writer: the stream must end where this
 			// runner left it.
-			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(st.streamSeq))
+			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
 		}
 		fut, err := p.f.js.PublishMsgAsync(m, opts...)
 		if err != nil {
 			return false, err
 		}
-		*out = append(*out, sent{session: session, seq: ev.Seq, fut: fut})
+		p.mu.Lock()
+		st.next = ev.Seq
+		st.inFlight++
+		p.inFlight++
+		p.mu.Unlock()
+		p.sent <- sent{session: session, seq: ev.Seq, epoch: epoch, fut: fut}
 		n++
 	}
 	return false, nil
 }
 
-// settle waits for the acks of a round and moves each session's mark to
-// its last event acked without a gap before it.
-func (p *publisher) settle(ctx context.Context, out []sent) (failed bool) {
-	broken := map[string]bool{}
-	for _, s := range out {
+// waitForRoom waits while maxInFlight events wait for their acks.
+func (p *publisher) waitForRoom(ctx context.Context) bool {
+	for {
+		p.mu.Lock()
+		ok := p.inFlight < maxInFlight
+		p.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-p.room:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// settle takes the acks in publish order until ctx ends, and moves each
+// session's mark to its last event acked without a gap before it.
+func (p *publisher) settle(ctx context.Context) {
+	for {
+		var s sent
+		select {
+		case <-ctx.Done():
+			return
+		case s = <-p.sent:
+		}
 		var ack *jetstream.PubAck
 		var err error
 		select {
 		case ack = <-s.fut.Ok():
 		case err = <-s.fut.Err():
 		case <-ctx.Done():
-			return true
+			return
 		}
 		p.mu.Lock()
 		st := p.state[s.session]
-		p.mu.Unlock()
-		if broken[s.session] || st == nil {
-			continue
+		st.inFlight--
+		p.inFlight--
+		current := s.epoch == st.epoch
+		if current && err == nil {
+			st.seq, st.streamSeq = s.seq, ack.Sequence
 		}
-		if err != nil {
-			broken[s.session] = true
-			failed = true
+		reread := !current && !st.known && st.inFlight == 0
+		p.mu.Unlock()
+		if current && err != nil {
 			p.failed(ctx, s, st, err)
-			continue
+		}
+		if reread { // the failed epoch has settled: read the stream again
+			p.mark(s.session)
 		}
 		p.mu.Lock()
-		st.seq, st.streamSeq, st.clean = s.seq, ack.Sequence, true
+		p.settledLocked()
 		p.mu.Unlock()
+		select {
+		case p.room <- struct{}{}:
+		default:
+		}
 	}
-	return failed
 }
 
 // failed handles a publish the stream refused or did not answer: a wrong
@@ -279,7 +349,10 @@ func (p *publisher) failed(ctx context.Context, s sent, st *pubState, err error)
 	}
 	p.log.Debug("fleet: publish failed; will retry", "session", s.session, "seq", s.seq, "err", err)
 	p.mu.Lock()
-	st.known, st.clean = false, false // read the stream again: what landed is not sent twice
+	// Read the stream again once what is in flight has settled: what
+	// landed is not sent twice.
+	st.epoch++
+	st.known, st.clean = false, false
 	p.mu.Unlock()
 	p.mark(s.session)
 }
@@ -288,7 +361,7 @@ func (p *publisher) failed(ctx context.Context, s sent, st *pubState, err error)
 // is all in the stream.
 func (p *publisher) forget(session string) {
 	p.mu.Lock()
-	if !p.dirty[session] {
+	if st := p.state[session]; !p.dirty[session] && (st == nil || st.inFlight == 0) {
 		delete(p.state, session)
 	}
 	p.mu.Unlock()

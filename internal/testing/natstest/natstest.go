@@ -1,0 +1,90 @@
+// Package natstest writes the NATS configurations the fleet's tests and
+// benchmarks run on: nodes of a cluster on loopback, with passwords for
+// clients and routes, as docs/fleet.md shows them.
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The credentials every node takes: clients (runners), and the routes
+// between nodes.
+const (
+	User          = "tether"
+	Password      = "fleet-secret"
+	routeUser     = "route"
+	routePassword = "route-secret"
+)
+
+// NodeConfig writes a node's configuration into dir and returns its path:
+// clients on 127.0.0.1:client, JetStream stored under dir, and, when
+// routes are given, a cluster listening on route with routes to the
+// others' route ports.
+func NodeConfig(dir, name string, client, route int, routes []int) (string, error) {
+	var urls []string
+	for _, p := range routes {
+		urls = append(urls, fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", routeUser, routePassword, p))
+	}
+	conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:%d\nauthorization { user: %s, password: %s }\njetstream { store_dir: %q }\n",
+		name, client, User, Password, filepath.Join(dir, "jetstream"))
+	if len(routes) > 0 {
+		conf += fmt.Sprintf("cluster {\n  name: tether\n  listen: 127.0.0.1:%d\n  authorization { user: %s, password: %s }\n  routes: [%s]\n}\n",
+			route, routeUser, routePassword, strings.Join(urls, ", "))
+	}
+	path := filepath.Join(dir, "nats.conf")
+	return path, os.WriteFile(path, []byte(conf), 0o600)
+}
+
+// Cluster writes the configurations of n nodes of one cluster into
+// directories under dir and returns their paths and client ports.
+func Cluster(dir string, n int) (confs []string, clients []int, err error) {
+	ports, err := FreePorts(2 * n)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range n {
+		nodeDir := filepath.Join(dir, fmt.Sprintf("node%d", i))
+		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+			return nil, nil, err
+		}
+		var routes []int
+		for j := range n {
+			if j != i {
+				routes = append(routes, ports[n+j])
+			}
+		}
+		conf, err := NodeConfig(nodeDir, fmt.Sprintf("n%d", i), ports[i], ports[n+i], routes)
+		if err != nil {
+			return nil, nil, err
+		}
+		confs, clients = append(confs, conf), append(clients, ports[i])
+	}
+	return confs, clients, nil
+}
+
+// URL is a client's URL for the node on port, with the credentials.
+func URL(port int) string { return fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", User, Password, port) }
+
+// FreePorts reserves n loopback ports and frees them for a child to take.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
