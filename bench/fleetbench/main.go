@@ -42,8 +42,8 @@ const token = "fleetbench-token-0123456789abcdef"
 
 type config struct {
 	turns, sessions, creates, floodSessions int
-	flood                                    time.Duration
-	only                                     string
+	flood                                   time.Duration
+	only                                    string
 }
 
 func main() {
