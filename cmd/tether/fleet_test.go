@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
 	"github.com/tetherhq/tether/internal/testing/natstest"
@@ -840,6 +842,83 @@ func rollingWorker(ctx context.Context, fl []*fleetRunner, w int, stop <-chan st
 			return fmt.Errorf("worker %d: a turn of %s ended %s", w, id, last.Turn.Status)
 		case last.Kind == agent.KindSessionEnded:
 			id = ""
+		}
+	}
+}
+
+// Nothing a runner sends over NATS holds the hosts' token or a model key
+// it keeps for its agents: a client of the NATS system that listens to
+// every subject while sessions run through two runners sees neither.
+func TestFleetSendsNoSecretsOverNATS(t *testing.T) {
+	const key = "sk-ant-fleet-secret-key-0123456789"
+	nodes := startNATS(t, 1)
+	nc, err := nats.Connect(nodes[0].url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var mu sync.Mutex
+	var seen []byte
+	sub, err := nc.Subscribe(">", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, m.Subject...)
+		for k, vs := range m.Header {
+			seen = append(seen, k...)
+			for _, v := range vs {
+				seen = append(seen, v...)
+			}
+		}
+		seen = append(seen, m.Data...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.url())
+	}
+	runners := make([]*fleetRunner, 2)
+	for i := range runners {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("s%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		runners[i] = &fleetRunner{name: fmt.Sprintf("s%d", i), dir: dir,
+			args: []string{"--nats", strings.Join(urls, ","), "--runner-name", fmt.Sprintf("s%d", i), "--data", filepath.Join(dir, "data")}}
+	}
+	addrs := make([]<-chan string, len(runners))
+	for i, r := range runners {
+		cmd := fleetServeCmd(t, r)
+		cmd.Env = append(cmd.Env, "ANTHROPIC_API_KEY="+key)
+		r.serveProc, addrs[i] = spawnServe(t, cmd)
+	}
+	for i, r := range runners {
+		r.awaitAddrWithin(addrs[i], fleetStartLimit)
+	}
+	a := apiClient(runners[0].serveProc)
+	waitRunners(t, a, "s0", "s1")
+	ctx := context.Background()
+	s, err := a.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "w", Runner: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := driveThrough(ctx, a, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 || !strings.Contains(string(seen), s.ID) {
+		t.Fatalf("the listener saw nothing of the session (%d bytes): it proves nothing", len(seen))
+	}
+	for name, secret := range map[string]string{"the hosts' token": testToken, "the model key": key} {
+		if strings.Contains(string(seen), secret) {
+			t.Errorf("%s went over NATS", name)
 		}
 	}
 }
