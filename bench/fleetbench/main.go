@@ -33,6 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nuid"
+
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
 	"github.com/tetherhq/tether/internal/testing/natstest"
@@ -42,7 +44,7 @@ const token = "fleetbench-token-0123456789abcdef"
 
 type config struct {
 	turns, sessions, creates, floodSessions int
-	flood                                   time.Duration
+	flood, settle                           time.Duration
 	only                                    string
 }
 
@@ -53,6 +55,7 @@ func main() {
 	flag.IntVar(&cfg.floodSessions, "flood-sessions", 6, "sessions flooding each runner")
 	flag.IntVar(&cfg.creates, "creates", 40, "sessions of the create case")
 	flag.IntVar(&cfg.sessions, "sessions", 500, "idle sessions of the memory case")
+	flag.DurationVar(&cfg.settle, "settle", 5*time.Second, "how long the memory case's sessions idle before the reading")
 	flag.StringVar(&cfg.only, "only", "", "run one case: latency, flood, create or memory")
 	flag.Parse()
 	if err := run(cfg); err != nil {
@@ -394,9 +397,9 @@ func (b *bench) create(cfg config) ([][]string, error) {
 
 func creates(c *client.Client, n int, on string) ([]time.Duration, error) {
 	var out []time.Duration
-	for i := range n {
+	for range n {
 		t0 := time.Now()
-		if _, err := c.Create(context.Background(), client.CreateRequest{Agent: "mock", WorkspaceID: fmt.Sprintf("c%d", i), Runner: on}); err != nil {
+		if _, err := c.Create(context.Background(), client.CreateRequest{Agent: "mock", WorkspaceID: "c" + nuid.Next(), Runner: on}); err != nil {
 			return nil, err
 		}
 		out = append(out, time.Since(t0))
@@ -411,7 +414,7 @@ func (b *bench) memory(cfg config) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	loneKiB, err := perSession(lone, cfg.sessions, "")
+	loneKiB, err := perSession(lone, cfg.sessions, "", cfg.settle)
 	if err != nil {
 		return nil, err
 	}
@@ -420,15 +423,15 @@ func (b *bench) memory(cfg config) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleetKiB, err := perSession(fl[0], cfg.sessions, "r0")
+	fleetKiB, err := perSession(fl[0], cfg.sessions, "r0", cfg.settle)
 	if err != nil {
 		return nil, err
 	}
-	return [][]string{{fmt.Sprintf("runner RssAnon per idle mock session (%d sessions)", cfg.sessions),
+	return [][]string{{fmt.Sprintf("runner RssAnon per idle mock session (%d sessions, read after %v idle)", cfg.sessions, cfg.settle),
 		fmt.Sprintf("%.1f KiB", loneKiB), fmt.Sprintf("%.1f KiB", fleetKiB), fmt.Sprintf("%.2f×", fleetKiB/loneKiB)}}, nil
 }
 
-func perSession(r *runner, n int, on string) (float64, error) {
+func perSession(r *runner, n int, on string, settle time.Duration) (float64, error) {
 	if _, err := creates(r.c, 2, on); err != nil { // warm-up
 		return 0, err
 	}
@@ -440,7 +443,7 @@ func perSession(r *runner, n int, on string) (float64, error) {
 	if _, err := creates(r.c, n, on); err != nil {
 		return 0, err
 	}
-	time.Sleep(5 * time.Second) // settle: heartbeats, registry writes
+	time.Sleep(settle) // heartbeats, registry writes, the stream's caches
 	after, err := rssAnon(r.cmd.Process.Pid)
 	if err != nil {
 		return 0, err

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,7 +39,8 @@ type Core struct {
 	hb      *nats.Subscription // heartbeats
 
 	subsMu sync.Mutex
-	subs   map[string]*nats.Subscription // each session's commands
+	subs   map[string]*nats.Subscription // each session's commands, into cmds
+	cmds   chan *nats.Msg
 }
 
 var (
@@ -54,7 +56,8 @@ func (f *Fleet) Serve(ctx context.Context, local *sessions.Manager) (_ *Core, er
 	if f.pub == nil {
 		return nil, errors.New("fleet: the session core was not opened on the fleet's log")
 	}
-	c := &Core{f: f, local: local, reg: newRegistry(), beat: make(chan struct{}, 1), subs: map[string]*nats.Subscription{}}
+	c := &Core{f: f, local: local, reg: newRegistry(), beat: make(chan struct{}, 1), subs: map[string]*nats.Subscription{},
+		cmds: make(chan *nats.Msg, cmdRoom)}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -89,7 +92,7 @@ func (f *Fleet) Serve(ctx context.Context, local *sessions.Manager) (_ *Core, er
 	if c.sub, err = c.serveRPC(c.ctx); err != nil {
 		return nil, fmt.Errorf("fleet: taking commands: %w", err)
 	}
-	for _, run := range []func(context.Context){f.pub.run, c.writeOutbox, c.beatLoop, c.watchLost} {
+	for _, run := range []func(context.Context){f.pub.run, c.writeOutbox, c.beatLoop, c.watchLost, c.dispatch} {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); run(c.ctx) }()
 	}
@@ -213,7 +216,7 @@ func (c *Core) place(req sessions.CreateRequest) (string, error) {
 	if req.Runner != "" {
 		r, ok := c.reg.runners[req.Runner]
 		switch {
-		case !ok || c.lost(r):
+		case !ok || c.lost(r) || r.State == stateLeft:
 			return "", fmt.Errorf("%w: %q", sessions.ErrNoRunner, req.Runner)
 		case r.State == sessions.RunnerDraining:
 			return "", fmt.Errorf("%w (%s)", sessions.ErrDraining, req.Runner)
@@ -504,6 +507,9 @@ func (c *Core) Runners(context.Context) ([]sessions.Runner, error) {
 	out := make([]sessions.Runner, 0, len(c.reg.runners))
 	for _, e := range c.reg.runners {
 		r := e.Runner
+		if r.State == stateLeft {
+			continue
+		}
 		if c.lost(e) {
 			r.State = sessions.RunnerLost
 		}
@@ -536,6 +542,6 @@ func (r *registry) remember(info sessions.Info) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.sessions[info.ID]; !ok {
-		r.sessions[info.ID] = sessionRev{sessionEntry: sessionEntry{Info: info}}
+		r.sessions[info.ID] = sessionRev{sessionEntry: sessionEntry{Info: info}, at: time.Now()}
 	}
 }

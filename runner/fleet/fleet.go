@@ -20,7 +20,7 @@ const (
 	DefaultHeartbeat = time.Second
 	// DefaultLostAfter is how long a runner may miss its heartbeats
 	// before the fleet ends its sessions (runner_lost).
-	DefaultLostAfter = 5 * time.Second
+	DefaultLostAfter = 3 * time.Second
 	// DefaultMaxEventsPerSession is the stream's retention per session,
 	// as the runner's own log's.
 	DefaultMaxEventsPerSession = 200_000

@@ -65,10 +65,8 @@ func (c *Core) hear(m *nats.Msg) {
 	}
 	c.reg.mu.Lock()
 	defer c.reg.mu.Unlock()
-	if r.State == stateLeft {
-		delete(c.reg.runners, r.Name)
-		return
-	}
+	// A runner that left stays known as left: its sessions, ended as it
+	// left, are judged like a lost runner's only if they were not.
 	c.reg.runners[r.Name] = runnerEntry{r, time.Now()}
 	delete(c.reg.placed, r.Name)
 }

@@ -60,6 +60,11 @@ func (c *Core) orphans() []sessionRev {
 		if s.State == sessions.StateEnded || s.Runner == "" || s.Runner == c.f.cfg.Name || s.rev == 0 {
 			continue
 		}
+		if time.Since(s.at) <= c.f.cfg.LostAfter {
+			// Heard of lately: its runner wrote it, or has just joined
+			// and its heartbeat is still on its way.
+			continue
+		}
 		if r, ok := c.reg.runners[s.Runner]; !ok || c.lost(r) {
 			out = append(out, s)
 		}

@@ -45,8 +45,13 @@ func (f *Fleet) Log(local eventlog.Log) *Log {
 // busy session does not hold up the others.
 const maxRound = 2048
 
-// maxInFlight bounds the events published and not yet acked.
-const maxInFlight = 8192
+// errNoAck: a publish got neither its ack nor an error in time.
+var errNoAck = errors.New("fleet: no ack from the stream")
+
+// maxInFlight bounds the events published and not yet acked: a failure
+// can leave a hole no further back than that, which a runner that starts
+// again sends anew (see stateOf).
+const maxInFlight = 512
 
 // publisher copies the local log into the stream, each session in seq
 // order, each event once. It does not wait for a round's acks before the
@@ -76,8 +81,11 @@ type pubState struct {
 	inFlight  int    // its events published and not yet acked
 	epoch     int    // bumped by a failure: acks of the epoch before are stale
 	known     bool   // seq and streamSeq were read from the stream or acks
-	clean     bool   // no failure since they were: fence the next publish
+	clean     bool   // streamSeq is the stream's last of the session: fence the next publish
 	fenced    bool   // another runner writes this session now
+	// fenceSeq, fencePos: the stream's last event of the session when the
+	// publisher read it; the event after it expects that position.
+	fenceSeq, fencePos uint64
 }
 
 func newPublisher(f *Fleet, local eventlog.Log) *publisher {
@@ -182,9 +190,9 @@ func (p *publisher) round(ctx context.Context) (failed bool) {
 			continue
 		}
 		p.mu.Lock()
-		skip := st.fenced || !st.known // a failed epoch still settling marks it again
+		fenced := st.fenced
 		p.mu.Unlock()
-		if skip {
+		if fenced {
 			continue
 		}
 		more, err := p.publishSession(ctx, s, st)
@@ -200,12 +208,11 @@ func (p *publisher) round(ctx context.Context) (failed bool) {
 }
 
 // stateOf is what the stream holds of session, read from it the first
-// time (a restarted runner, a session taken over) and after a failure,
-// once the session's events in flight are settled.
+// time (a restarted runner, a session taken over).
 func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, error) {
 	p.mu.Lock()
 	st := p.state[session]
-	if st != nil && (st.known || st.inFlight > 0) {
+	if st != nil && st.known {
 		p.mu.Unlock()
 		return st, nil
 	}
@@ -220,8 +227,41 @@ func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, err
 		st = &pubState{}
 		p.state[session] = st
 	}
-	st.seq, st.streamSeq, st.next, st.known, st.clean = seq, streamSeq, seq, true, true
+	// The stream's last event may lie past a hole the runner's last run
+	// left (a failed publish it had no time to send again): when the
+	// stream holds fewer of the session's events than the log, send them
+	// all again (the stream drops what it has within its duplicate
+	// window, readers what it kept twice); else the in-flight window
+	// before the last. The first event past it is fenced on the stream's
+	// last.
+	from := seq - min(seq, maxInFlight)
+	if p.holes(ctx, session, seq) {
+		from = 0
+	}
+	st.seq, st.next, st.known, st.clean = from, from, true, false
+	st.fenceSeq, st.fencePos = seq, streamSeq
 	return st, nil
+}
+
+// holes says whether the stream holds fewer of session's events up to
+// seq than the local log does (which, retention aside, has every seq but
+// the gaps a crash left).
+func (p *publisher) holes(ctx context.Context, session string, seq uint64) bool {
+	if seq == 0 {
+		return false
+	}
+	first, err := p.local.First(session)
+	if err != nil || first == 0 || first > seq {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	subject := eventSubject(session)
+	info, err := p.f.events.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return true // not knowing: send again
+	}
+	return info.State.Subjects[subject] < seq-first+1
 }
 
 // publishSession sends session's events after the last published, at
@@ -231,6 +271,7 @@ func (p *publisher) publishSession(ctx context.Context, session string, st *pubS
 	after, epoch := st.next, st.epoch
 	fence := st.inFlight == 0 && st.clean
 	expect := st.streamSeq
+	fenceSeq, fencePos := st.fenceSeq, st.fencePos
 	p.mu.Unlock()
 	n := 0
 	subject := eventSubject(session)
@@ -249,17 +290,30 @@ func (p *publisher) publishSession(ctx context.Context, session string, st *pubS
 		m.Header.Set(seqHeader, seq)
 		m.Header.Set(runnerHeader, p.f.cfg.Name)
 		opts := []jetstream.PublishOpt{jetstream.WithMsgID(session + ":" + seq)}
-		if n == 0 && fence {
+		switch {
+		case ev.Seq == fenceSeq+1 && fencePos > 0:
+			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(fencePos))
+		case n == 0 && fence:
 			// Fences out a second writer: the stream must end where this
 			// runner left it.
 			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
 		}
+		p.mu.Lock()
+		if st.epoch != epoch {
+			// A failure rewound the session meanwhile: the round it asked
+			// for sends from there.
+			p.mu.Unlock()
+			return false, nil
+		}
+		p.mu.Unlock()
 		fut, err := p.f.js.PublishMsgAsync(m, opts...)
 		if err != nil {
 			return false, err
 		}
 		p.mu.Lock()
-		st.next = ev.Seq
+		if st.epoch == epoch {
+			st.next = ev.Seq
+		}
 		st.inFlight++
 		p.inFlight++
 		p.mu.Unlock()
@@ -298,27 +352,39 @@ func (p *publisher) settle(ctx context.Context) {
 		}
 		var ack *jetstream.PubAck
 		var err error
+		timer := time.NewTimer(ackTimeout + time.Second) // the client's own timeout, should it not fire
 		select {
 		case ack = <-s.fut.Ok():
 		case err = <-s.fut.Err():
+		case <-timer.C:
+			err = errNoAck
 		case <-ctx.Done():
+			timer.Stop()
 			return
 		}
+		timer.Stop()
 		p.mu.Lock()
-		st := p.state[s.session]
-		st.inFlight--
 		p.inFlight--
-		current := s.epoch == st.epoch
-		if current && err == nil {
-			st.seq, st.streamSeq = s.seq, ack.Sequence
+		st := p.state[s.session]
+		if st == nil { // cannot happen: forget keeps what is in flight
+			p.settledLocked()
+			p.mu.Unlock()
+			continue
 		}
-		reread := !current && !st.known && st.inFlight == 0
+		st.inFlight--
+		current := s.epoch == st.epoch
+		if current && err == nil && s.seq > st.seq {
+			st.seq, st.streamSeq, st.clean = s.seq, ack.Sequence, true
+		}
+		if current && err != nil {
+			p.dirty[s.session] = true // before anyone sees nothing in flight
+		}
+		if err == nil && s.seq == st.fenceSeq+1 {
+			st.fenceSeq, st.fencePos = 0, 0 // passed
+		}
 		p.mu.Unlock()
 		if current && err != nil {
 			p.failed(ctx, s, st, err)
-		}
-		if reread { // the failed epoch has settled: read the stream again
-			p.mark(s.session)
 		}
 		p.mu.Lock()
 		p.settledLocked()
@@ -341,6 +407,8 @@ func (p *publisher) failed(ctx context.Context, s sent, st *pubState, err error)
 		if _, _, runner, lerr := p.f.lastEvent(ctx, s.session); lerr == nil && runner != p.f.cfg.Name {
 			p.mu.Lock()
 			st.fenced = true
+			delete(p.dirty, s.session) // nothing of it is this runner's to send
+			p.settledLocked()
 			p.mu.Unlock()
 			p.log.Warn("fleet: another runner now writes this session's events; this runner stops publishing them",
 				"session", s.session, "writer", runner)
@@ -349,10 +417,12 @@ func (p *publisher) failed(ctx context.Context, s sent, st *pubState, err error)
 	}
 	p.log.Debug("fleet: publish failed; will retry", "session", s.session, "seq", s.seq, "err", err)
 	p.mu.Lock()
-	// Read the stream again once what is in flight has settled: what
-	// landed is not sent twice.
+	// Send again from the last event acked, with the same ids: what
+	// landed after it is dropped by the stream as a duplicate, and what
+	// did not is not skipped over (the stream's last event may lie past
+	// a hole the failure left).
 	st.epoch++
-	st.known, st.clean = false, false
+	st.next, st.clean = st.seq, false
 	p.mu.Unlock()
 	p.mark(s.session)
 }
@@ -361,28 +431,29 @@ func (p *publisher) failed(ctx context.Context, s sent, st *pubState, err error)
 // is all in the stream.
 func (p *publisher) forget(session string) {
 	p.mu.Lock()
-	if st := p.state[session]; !p.dirty[session] && (st == nil || st.inFlight == 0) {
+	// Not while a round may hold its state (it would publish on a copy
+	// nobody settles).
+	if st := p.state[session]; !p.busy && !p.dirty[session] && (st == nil || st.inFlight == 0) {
 		delete(p.state, session)
 	}
 	p.mu.Unlock()
 }
 
-// lastEvent reads session's last event in the stream: its seq, its
-// position in the stream and the runner that wrote it (zeros when the
-// stream holds none).
+// lastEvent reads session's last event in the stream, from its leader:
+// its seq, its position in the stream and the runner that wrote it (zeros
+// when the stream holds none).
 func (f *Fleet) lastEvent(ctx context.Context, session string) (seq, streamSeq uint64, runner string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m, err := f.events.GetLastMsgForSubject(ctx, eventSubject(session))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	m, err := f.lastStored(ctx, eventSubject(session))
+	if errors.Is(err, errNoMessage) {
 		return 0, 0, "", nil
 	}
 	if err != nil {
 		return 0, 0, "", err
 	}
-	seq, err = strconv.ParseUint(m.Header.Get(seqHeader), 10, 64)
-	if err != nil {
-		return 0, 0, "", fmt.Errorf("fleet: event %d of the stream has no %s: %w", m.Sequence, seqHeader, err)
+	if seq, err = seqOf(m.header); err != nil {
+		return 0, 0, "", fmt.Errorf("fleet: event %d of the stream has no %s: %w", m.pos, seqHeader, err)
 	}
-	return seq, m.Sequence, m.Header.Get(runnerHeader), nil
+	return seq, m.pos, m.header.Get(runnerHeader), nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,6 +34,11 @@ const (
 	// liveRoom is how many live messages a reader buffers; past it they
 	// are dropped, and the reader fetches what it missed.
 	liveRoom = 1024
+	// gapWait is how long a reader waits for a seq the stream lacks while
+	// it holds later ones: a failed publish is sent again within it (see
+	// ackTimeout); past it, the seqs are a gap of the session's own log
+	// (a crash lost them there) and the reader goes on after them.
+	gapWait = 3 * ackTimeout
 )
 
 // streamEvents yields session's events after seq `after` as the stream
@@ -98,6 +105,9 @@ type streamReader struct {
 	held    map[uint64]agent.Event
 	lastSeq uint64 // highest seq in the stream so far
 	ended   bool   // that event is session.ended
+	// heldSince is when the reader began to hold events for a missing
+	// seq (zero while it holds none).
+	heldSince time.Time
 }
 
 // live takes a republished message; done says the reader is finished.
@@ -124,10 +134,50 @@ func (r *streamReader) fetch(ctx context.Context) (done bool, err error) {
 		if done || err != nil {
 			return done, err
 		}
-		if n == 0 || pending == 0 {
-			return false, nil
+		if n > 0 && pending > 0 {
+			continue
+		}
+		// A replica that is behind answers "nothing more" too: the end
+		// is where the leader says, and the leader gives what it lacks.
+		last, err := r.leaderLast(ctx)
+		if err != nil {
+			return false, err
+		}
+		if last <= r.pos {
+			return r.passGap(), nil
+		}
+		if done, err := r.fetchFromLeader(ctx); done || err != nil {
+			return done, err
 		}
 	}
+}
+
+// fetchFromLeader reads the next message after the reader's position from
+// the stream's leader.
+func (r *streamReader) fetchFromLeader(ctx context.Context) (done bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	m, err := r.f.nextStored(ctx, eventSubject(r.session), r.pos)
+	if errors.Is(err, errNoMessage) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.pos = m.pos
+	return r.take(m.header, m.data), nil
+}
+
+// leaderLast is the stream position of the session's last message, as
+// the stream's leader has it (0: none).
+func (r *streamReader) leaderLast(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	m, err := r.f.lastStored(ctx, eventSubject(r.session))
+	if errors.Is(err, errNoMessage) {
+		return 0, nil
+	}
+	return m.pos, err
 }
 
 func (r *streamReader) fetchBatch(ctx context.Context) (n int, pending uint64, done bool, err error) {
@@ -168,6 +218,16 @@ func (r *streamReader) fetchBatch(ctx context.Context) (n int, pending uint64, d
 	}
 }
 
+// passGap goes on past a missing seq the reader has waited gapWait for,
+// with the stream read to its end; done says the reader is finished.
+func (r *streamReader) passGap() (done bool) {
+	if len(r.held) == 0 || time.Since(r.heldSince) < gapWait {
+		return false
+	}
+	r.next = slices.Min(slices.Collect(maps.Keys(r.held)))
+	return r.release()
+}
+
 // take yields what an event message makes ready, in seq order; done says
 // the reader is finished.
 func (r *streamReader) take(h nats.Header, data []byte) (done bool) {
@@ -187,14 +247,27 @@ func (r *streamReader) take(h nats.Header, data []byte) (done bool) {
 		return false // before `after`, or a duplicate
 	}
 	e.Seq = int64(seq)
+	if len(r.held) == 0 {
+		r.heldSince = time.Now()
+	}
 	r.held[seq] = e
 	if len(r.held) > reorderRoom {
 		r.yield(agent.Event{}, fmt.Errorf("%w: session %s waits for %d", ErrOutOfOrder, r.session, r.next))
 		return true
 	}
+	return r.release()
+}
+
+// release yields the held events from next on while they follow one
+// another; done says the reader is finished.
+func (r *streamReader) release() (done bool) {
+	from := r.next
 	for {
 		e, ok := r.held[r.next]
 		if !ok {
+			if r.next != from && len(r.held) > 0 {
+				r.heldSince = time.Now() // waits for the next missing one afresh
+			}
 			return false
 		}
 		delete(r.held, r.next)
@@ -211,14 +284,14 @@ func (r *streamReader) take(h nats.Header, data []byte) (done bool) {
 func (f *Fleet) endedBy(ctx context.Context, session string, after uint64) bool {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	m, err := f.events.GetLastMsgForSubject(ctx, eventSubject(session))
+	m, err := f.lastStored(ctx, eventSubject(session))
 	if err != nil {
 		return false
 	}
-	seq, err := strconv.ParseUint(m.Header.Get(seqHeader), 10, 64)
+	seq, err := seqOf(m.header)
 	if err != nil || seq > after {
 		return false
 	}
-	e, err := agent.DecodeLogged(m.Data)
+	e, err := agent.DecodeLogged(m.data)
 	return err == nil && e.Kind == agent.KindSessionEnded
 }

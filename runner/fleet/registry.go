@@ -44,6 +44,7 @@ type registry struct {
 type sessionRev struct {
 	sessionEntry
 	rev uint64
+	at  time.Time // when this runner heard of this version of it
 }
 
 type approvalRev struct {
@@ -100,7 +101,7 @@ func (r *registry) applySession(e jetstream.KeyValueEntry) {
 	}
 	var s sessionEntry
 	if json.Unmarshal(e.Value(), &s) == nil {
-		r.sessions[s.ID] = sessionRev{s, e.Revision()}
+		r.sessions[s.ID] = sessionRev{s, e.Revision(), time.Now()}
 	}
 }
 

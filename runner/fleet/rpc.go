@@ -26,6 +26,10 @@ const (
 	attemptTimeout = 2 * time.Second
 	// repliesKept is how long an owner keeps an answer for a retry.
 	repliesKept = 2 * time.Minute
+	// interestWait is how long a command finds no runner before its
+	// session is taken for unknown: a new subscription reaches the other
+	// nodes of a cluster a moment after it is made.
+	interestWait = 500 * time.Millisecond
 )
 
 // request is a command for the runner that owns a session. ID makes a
@@ -150,12 +154,20 @@ func (f *Fleet) call(ctx context.Context, subject string, req request, once bool
 	if err != nil {
 		return reply{}, fmt.Errorf("fleet: %s: %w", req.Op, err)
 	}
+	var noOwnerSince time.Time
 	for {
 		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
 		m, err := f.nc.RequestWithContext(actx, subject, data)
 		acancel()
 		if once && errors.Is(err, nats.ErrNoResponders) {
-			return reply{}, errNoOwner
+			// A session just created elsewhere: its runner's interest may
+			// not have reached this runner's node yet (milliseconds).
+			if noOwnerSince.IsZero() {
+				noOwnerSince = time.Now()
+			}
+			if time.Since(noOwnerSince) > interestWait {
+				return reply{}, errNoOwner
+			}
 		}
 		if err == nil {
 			var r reply
@@ -234,12 +246,32 @@ func (c *Core) own(id string) {
 	if _, ok := c.subs[id]; ok || c.ctx.Err() != nil {
 		return
 	}
-	sub, err := c.f.nc.Subscribe(sessionSubject(id), c.command(c.ctx))
+	// Into the one channel the dispatcher reads: a subscription with a
+	// callback of its own would hold a goroutine for the session's life.
+	sub, err := c.f.nc.ChanSubscribe(sessionSubject(id), c.cmds)
 	if err != nil {
 		c.f.log.Warn("fleet: the session's commands cannot reach this runner", "session", id, "err", err)
 		return
 	}
 	c.subs[id] = sub
+}
+
+// cmdRoom is how many commands for the runner's sessions may wait for the
+// dispatcher; past it NATS drops them, and their callers send them again.
+const cmdRoom = 1024
+
+// dispatch hands the commands of the runner's sessions to command, until
+// ctx ends.
+func (c *Core) dispatch(ctx context.Context) {
+	handle := c.command(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-c.cmds:
+			handle(m)
+		}
+	}
 }
 
 // command handles the messages of a command subject.
