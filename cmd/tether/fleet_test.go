@@ -53,6 +53,15 @@ type fleetRunner struct {
 	name string
 	args []string
 	dir  string
+
+	mu sync.Mutex // guards serveProc for api, which workers call while it restarts
+}
+
+// api is a client of the runner as it runs now.
+func (r *fleetRunner) api() *client.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return apiClient(r.serveProc)
 }
 
 // startFleet starts n runners, each with an embedded NATS node of one
@@ -89,11 +98,15 @@ func startFleet(t *testing.T, n int) []*fleetRunner {
 func startRunners(t *testing.T, runners []*fleetRunner) {
 	t.Helper()
 	addrs := make([]<-chan string, len(runners))
+	procs := make([]*serveProc, len(runners))
 	for i, r := range runners {
-		r.serveProc, addrs[i] = spawnServe(t, fleetServeCmd(t, r))
+		procs[i], addrs[i] = spawnServe(t, fleetServeCmd(t, r))
 	}
 	for i, r := range runners {
-		r.awaitAddrWithin(addrs[i], fleetStartLimit)
+		procs[i].awaitAddrWithin(addrs[i], fleetStartLimit)
+		r.mu.Lock()
+		r.serveProc = procs[i]
+		r.mu.Unlock()
 	}
 }
 
@@ -798,7 +811,7 @@ func rollingWorker(ctx context.Context, fl []*fleetRunner, w int, stop <-chan st
 			return nil
 		default:
 		}
-		c := apiClient(fl[(w+n)%len(fl)].serveProc)
+		c := fl[(w+n)%len(fl)].api()
 		if id == "" {
 			s, err := c.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: fmt.Sprintf("w%d-%d", w, n)})
 			if err != nil {
