@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -170,6 +171,15 @@ func TestRealCLIServeWithOnlyCodex(t *testing.T) {
 	}
 	if out := turnOf(t, p, "codex", "SAY hello from codex"); !strings.Contains(out, "hello from codex") || !strings.Contains(out, "✓ completed") {
 		t.Fatalf("codex's turn:\n%s\nrunner:\n%s", out, p.log())
+	}
+	// Stopped as an operator stops it, the runner ends Codex and waits for
+	// it; killed, it would leave Codex writing its home while the test's
+	// directories are removed.
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(waitLimit); code != 0 {
+		t.Fatalf("tether serve exited %d after SIGTERM:\n%s", code, p.log())
 	}
 }
 
