@@ -70,7 +70,7 @@ type publisher struct {
 	inFlight int           // published, not yet acked or failed
 	wake     chan struct{} // capacity 1
 	room     chan struct{} // capacity 1: acks made room under maxInFlight
-	synced   chan struct{} // closed and replaced when nothing is left to publish or ack
+	synced   settled       // when nothing is left to publish or ack
 	sent     chan sent     // to the settler, in publish order
 }
 
@@ -90,7 +90,7 @@ type pubState struct {
 
 func newPublisher(f *Fleet, local eventlog.Log) *publisher {
 	return &publisher{f: f, local: local, log: f.log, dirty: map[string]bool{}, state: map[string]*pubState{},
-		wake: make(chan struct{}, 1), room: make(chan struct{}, 1), synced: make(chan struct{}),
+		wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 		sent: make(chan sent, maxInFlight)}
 }
 
@@ -133,27 +133,13 @@ func (p *publisher) run(ctx context.Context) {
 
 // Sync waits until everything appended before it is in the stream.
 func (p *publisher) Sync(ctx context.Context) error {
-	for {
-		p.mu.Lock()
-		done := len(p.dirty) == 0 && !p.busy && p.inFlight == 0
-		ch := p.synced
-		p.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return p.synced.wait(ctx, &p.mu, func() bool { return len(p.dirty) == 0 && !p.busy && p.inFlight == 0 })
 }
 
 // settledLocked tells Sync's waiters when nothing is left. Under p.mu.
 func (p *publisher) settledLocked() {
 	if len(p.dirty) == 0 && !p.busy && p.inFlight == 0 {
-		close(p.synced)
-		p.synced = make(chan struct{})
+		p.synced.broadcast()
 	}
 }
 

@@ -151,12 +151,12 @@ type outbox struct {
 	sessions  map[string]bool
 	approvals []approvals.Record
 	wake      chan struct{}
-	idle      chan struct{} // closed and replaced when a write leaves nothing queued
+	idle      settled // when a write leaves nothing queued
 	busy      bool
 }
 
 func newOutbox() *outbox {
-	return &outbox{sessions: map[string]bool{}, wake: make(chan struct{}, 1), idle: make(chan struct{})}
+	return &outbox{sessions: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 func (o *outbox) session(id string) {
@@ -196,28 +196,14 @@ func (o *outbox) done() {
 	o.mu.Lock()
 	o.busy = false
 	if len(o.sessions) == 0 && len(o.approvals) == 0 {
-		close(o.idle)
-		o.idle = make(chan struct{})
+		o.idle.broadcast()
 	}
 	o.mu.Unlock()
 }
 
 // sync waits until the outbox has written what it held.
 func (o *outbox) sync(ctx context.Context) error {
-	for {
-		o.mu.Lock()
-		done := !o.busy && len(o.sessions) == 0 && len(o.approvals) == 0
-		ch := o.idle
-		o.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return o.idle.wait(ctx, &o.mu, func() bool { return !o.busy && len(o.sessions) == 0 && len(o.approvals) == 0 })
 }
 
 // observer hands what the runner's sessions log to the fleet's registries
