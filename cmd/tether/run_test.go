@@ -29,7 +29,7 @@ func TestRunAgentMockText(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	summary := regexp.MustCompile(`\n✓ 1 turn · \d+ in / \d+ out · \d+\.\ds · session mock-1\n$`)
+	summary := regexp.MustCompile(`\n✓ 1 turn · \d+ in / \d+ out · \d+\.\ds · session mock-1-[0-9a-f]{6}\n$`)
 	if !summary.MatchString(r.stdout) {
 		t.Errorf("no summary line:\n%s", r.stdout)
 	}

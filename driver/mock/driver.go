@@ -3,6 +3,8 @@ package mock
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -38,6 +40,9 @@ type Driver struct {
 	mu            sync.Mutex
 	conversations map[string]*conversation
 	started       int // conversations made, for native ids
+	// token sets this driver's native ids apart from another process's:
+	// a runner of a fleet may resume a conversation another one began.
+	token string
 }
 
 var _ agent.Driver = (*Driver)(nil)
@@ -53,7 +58,9 @@ func New(cfg Config) *Driver {
 	if cfg.Outbox <= 0 {
 		cfg.Outbox = 64
 	}
-	return &Driver{cfg: cfg, conversations: map[string]*conversation{}}
+	var token [3]byte
+	_, _ = rand.Read(token[:]) // never fails (crypto/rand)
+	return &Driver{cfg: cfg, conversations: map[string]*conversation{}, token: hex.EncodeToString(token[:])}
 }
 
 func (d *Driver) Name() string { return "mock" }
@@ -123,7 +130,7 @@ func (d *Driver) take(req agent.StartRequest, opts Options) (*conversation, erro
 		return c, nil
 	}
 	d.started++
-	c := &conversation{nativeID: "mock-" + strconv.Itoa(d.started), model: req.Model, held: true}
+	c := &conversation{nativeID: "mock-" + strconv.Itoa(d.started) + "-" + d.token, model: req.Model, held: true}
 	if c.model == "" {
 		c.model = DefaultModel
 	}

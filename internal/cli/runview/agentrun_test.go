@@ -50,7 +50,7 @@ func TestAgentTextTurnStreamsItemsAndSummary(t *testing.T) {
 		"⏺ Edit mock-notes.md\n", "  ⎿ add +1 -0\n", "⏺ mock_search: turn 1: hello\n", "  ⎿ 3 mock results\n", "\n"+reply+"\n") {
 		t.Errorf("output out of order:\n%s", got)
 	}
-	summary := regexp.MustCompile(`^✓ 1 turn · \d+ in / \d+ out · 1\.5s · session mock-1$`)
+	summary := regexp.MustCompile(`^✓ 1 turn · \d+ in / \d+ out · 1\.5s · session mock-1-[0-9a-f]{6}$`)
 	if l := lines(got); !summary.MatchString(l[len(l)-1]) {
 		t.Errorf("summary line = %q", l[len(l)-1])
 	}
@@ -212,16 +212,17 @@ func TestAgentInterruptWithdrawsTheQuestion(t *testing.T) {
 
 func TestAgentResume(t *testing.T) {
 	d := mock.New(mock.Config{})
-	cfg, _, _ := mockAgentRun(t, d, "one")
+	cfg, out1, _ := mockAgentRun(t, d, "one")
 	if code := runCfg(t, cfg); code != ExitOK {
 		t.Fatalf("exit code %d", code)
 	}
+	first := strings.TrimSpace(out1.String()[strings.LastIndex(out1.String(), "session ")+len("session "):])
 	cfg2, out, errOut := mockAgentRun(t, d, "two")
-	cfg2.Start.Resume = "mock-1"
+	cfg2.Start.Resume = first
 	if code := runCfg(t, cfg2); code != ExitOK {
 		t.Fatalf("exit code %d\n%s", code, errOut)
 	}
-	if !strings.Contains(out.String(), "Mock reply to turn 2:") || !strings.HasSuffix(out.String(), "session mock-1\n") {
+	if !strings.Contains(out.String(), "Mock reply to turn 2:") || !strings.HasSuffix(out.String(), "session "+first+"\n") {
 		t.Errorf("out:\n%s", out)
 	}
 	cfg3, _, errOut3 := mockAgentRun(t, d, "three")
