@@ -246,6 +246,15 @@ func (c *Client) Interrupt(ctx context.Context, id string) error {
 	return c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/interrupt", nil, nil)
 }
 
+// Resume starts an ended session again under its id: its agent resumes
+// the conversation, and its events go on from its last seq. In a fleet it
+// takes over a session whose runner was lost.
+func (c *Client) Resume(ctx context.Context, id string) (Session, error) {
+	var out Session
+	err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/resume", nil, &out)
+	return out, err
+}
+
 // Close ends a session.
 func (c *Client) Close(ctx context.Context, id string) error {
 	return c.do(ctx, "DELETE", "/v1/sessions/"+url.PathEscape(id), nil, nil)

@@ -151,8 +151,11 @@ func newAgent(k driver.Kind, path string, cfg Config, proxies *keyProxies, log *
 // workspace and home are mounted back), the operator's read-only paths,
 // and whether sessions may ask for network in their commands.
 func sandboxPolicy(cfg Config) *sandbox.Policy {
-	return &sandbox.Policy{Hide: []string{cfg.WorkspaceRoot, cfg.DataDir}, ReadOnly: cfg.SandboxReadOnly,
-		ToolNetwork: cfg.AllowToolNetwork}
+	hide := []string{cfg.WorkspaceRoot, cfg.DataDir}
+	if !within(cfg.HomesRoot, cfg.DataDir) && !within(cfg.HomesRoot, cfg.WorkspaceRoot) {
+		hide = append(hide, cfg.HomesRoot) // homes on storage of their own (--homes)
+	}
+	return &sandbox.Policy{Hide: hide, ReadOnly: cfg.SandboxReadOnly, ToolNetwork: cfg.AllowToolNetwork}
 }
 
 // envList is env as NAME=value entries, sorted.

@@ -37,6 +37,9 @@ func (cfg Config) resolved() (Config, error) {
 	if cfg.WorkspaceRoot == "" {
 		cfg.WorkspaceRoot = filepath.Join(cfg.DataDir, "workspaces")
 	}
+	if cfg.HomesRoot == "" {
+		cfg.HomesRoot = filepath.Join(cfg.DataDir, "homes")
+	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return cfg, &ConfigError{Field: "TLSCert", Reason: "a TLS certificate and key go together (--tls-cert, --tls-key)"}
 	}
@@ -48,7 +51,7 @@ func (cfg Config) resolved() (Config, error) {
 		return cfg, err
 	}
 	paths := []pathField{
-		{"DataDir", &cfg.DataDir}, {"WorkspaceRoot", &cfg.WorkspaceRoot},
+		{"DataDir", &cfg.DataDir}, {"WorkspaceRoot", &cfg.WorkspaceRoot}, {"HomesRoot", &cfg.HomesRoot},
 		{"TLSCert", &cfg.TLSCert}, {"TLSKey", &cfg.TLSKey},
 		{"Auth.File", &cfg.Auth.File}, {"RecordDir", &cfg.RecordDir},
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -96,13 +97,13 @@ func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonica
 	observer := o.observer
 	if o.fleet != nil {
 		fc := *o.fleet
-		fc.Logger, fc.MaxSessions = log, cfg.MaxSessions
+		fc.Logger, fc.MaxSessions, fc.ResumeOptions = log, cfg.MaxSessions, resumeOptions
 		if c.fleet, err = fleet.Open(context.Background(), fc); err != nil {
 			return c, err
 		}
 		elog, observer = c.fleet.Log(c.log), c.fleet.Observer(observer)
 	}
-	if c.workspaces, err = workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: filepath.Join(cfg.DataDir, "homes")}); err != nil {
+	if c.workspaces, err = workspace.New(cfg.WorkspaceRoot, workspace.Options{HomesRoot: cfg.HomesRoot}); err != nil {
 		return c, err
 	}
 	if c.approvals, err = approvals.Open(filepath.Join(cfg.DataDir, "approvals.db"), nil); err != nil {
@@ -131,6 +132,16 @@ func openCanonical(cfg Config, log *slog.Logger, o canonicalOptions) (c canonica
 		log.Info("runner joined its fleet", "name", c.member.Name())
 	}
 	return c, nil
+}
+
+// resumeOptions are the start options of kind that continue a
+// conversation of `turns` turns in another process, for the kinds that
+// need them.
+func resumeOptions(kind string, turns int) json.RawMessage {
+	if k, ok := driver.Lookup(kind); ok && k.ResumeOptions != nil {
+		return k.ResumeOptions(turns)
+	}
+	return nil
 }
 
 // withRemedy completes the error of a damaged event log or approvals

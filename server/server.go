@@ -35,6 +35,10 @@ type Config struct {
 	Addr          string
 	WorkspaceRoot string
 	DataDir       string
+	// HomesRoot holds each workspace's private agent home; empty:
+	// DataDir/homes. A fleet whose runners share it and WorkspaceRoot can
+	// resume a lost runner's sessions on another runner.
+	HomesRoot string
 	// CLIPath is Claude Code's CLI; empty looks claude up.
 	CLIPath string
 	// CLIs are agent CLIs by kind (CLIKinds), from --cli NAME=PATH; a
@@ -327,7 +331,7 @@ func hostTokens(cfg Config) (tokens *auth.Tokens, generated *auth.Generated, err
 // makeDirs creates the data and workspaces directories (private to the
 // runner's user) if they are missing.
 func makeDirs(cfg Config) error {
-	for _, d := range []string{cfg.DataDir, cfg.WorkspaceRoot} {
+	for _, d := range []string{cfg.DataDir, cfg.WorkspaceRoot, cfg.HomesRoot} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("server: %w", err)
 		}

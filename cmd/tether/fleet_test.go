@@ -72,6 +72,21 @@ func (r *fleetRunner) api() *client.Client {
 // is ready), and waits until each listens.
 func startFleet(t *testing.T, n int) []*fleetRunner {
 	t.Helper()
+	return startFleetWith(t, n)
+}
+
+// startSharedFleet is startFleet with the workspaces and the agents' homes
+// on storage every runner reaches, so a lost runner's sessions can be
+// taken over.
+func startSharedFleet(t *testing.T, n int) []*fleetRunner {
+	t.Helper()
+	shared := t.TempDir()
+	return startFleetWith(t, n, "--workspaces", filepath.Join(shared, "workspaces"), "--homes", filepath.Join(shared, "homes"))
+}
+
+// startFleetWith is startFleet with more arguments for every runner.
+func startFleetWith(t *testing.T, n int, extra ...string) []*fleetRunner {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	runners := make([]*fleetRunner, n)
 	for i := range n {
@@ -88,7 +103,7 @@ func startFleet(t *testing.T, n int) []*fleetRunner {
 		}
 		conf := natsNodeConfig(t, dir, name, ports[i], ports[n+i], routes)
 		runners[i] = &fleetRunner{name: name, dir: dir,
-			args: []string{"--nats-config", conf, "--runner-name", name, "--data", filepath.Join(dir, "data")}}
+			args: append([]string{"--nats-config", conf, "--runner-name", name, "--data", filepath.Join(dir, "data")}, extra...)}
 	}
 	t0 := time.Now()
 	startRunners(t, runners)
@@ -312,7 +327,7 @@ func TestFleetStreamResumesOnAnotherRunner(t *testing.T) {
 // the promised time, as another runner reads them, once; the survivors'
 // sessions lose and repeat nothing.
 func TestFleetRunnerKilledMidTurn(t *testing.T) {
-	fl := startFleet(t, 3)
+	fl := startSharedFleet(t, 3)
 	a, c := apiClient(fl[0].serveProc), apiClient(fl[2].serveProc)
 	waitRunners(t, a, "r0", "r1", "r2")
 	ctx := context.Background()
@@ -376,6 +391,56 @@ func TestFleetRunnerKilledMidTurn(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the lost session as the registry has it: %+v %v", got, err)
 		}
+	}
+	resumeOnSurvivor(t, a, c, doomed.ID, uint64(end.Seq))
+}
+
+// resumeOnSurvivor takes a lost runner's session over on runner c (the
+// workspaces and homes are shared): it keeps its id, its seq goes on
+// after the end the fleet wrote, its agent continues the conversation,
+// and a reader through runner a sees its whole log once, in order.
+func resumeOnSurvivor(t *testing.T, a, c *client.Client, id string, endSeq uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	info, err := c.Resume(ctx, id)
+	if err != nil {
+		t.Fatalf("resume the lost session on a survivor: %v", err)
+	}
+	if info.ID != id || info.Runner != "r2" || info.LastSeq < endSeq {
+		t.Fatalf("resumed: %+v, want session %s on r2 from seq %d", info, id, endSeq)
+	}
+	if _, err := a.Resume(ctx, id); err == nil {
+		t.Fatal("a second take-over of a session already taken over succeeded")
+	}
+	if err := c.Prompt(ctx, id, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	var after []agent.Event
+	for e, err := range a.Events(ctx, id, endSeq, 0) {
+		if err != nil {
+			t.Fatalf("events after the take-over: %v: %s", err, kinds(after))
+		}
+		after = append(after, e)
+		if e.Kind == agent.KindTurnCompleted {
+			break
+		}
+	}
+	if len(after) == 0 || uint64(after[0].Seq) != endSeq+1 || after[0].Kind != agent.KindSessionStarted {
+		t.Fatalf("after the take-over: %s, want session.started at seq %d", kinds(after), endSeq+1)
+	}
+	if last := after[len(after)-1]; last.Turn == nil || last.Turn.Status != agent.TurnCompleted {
+		t.Fatalf("the resumed session's turn: %s", kinds(after))
+	}
+	var before []agent.Event // a reader stops at a session.ended: the lost runner's
+	for e, err := range a.Events(ctx, id, 0, 0) {
+		if err != nil {
+			t.Fatalf("the log before the take-over: %v", err)
+		}
+		before = append(before, e)
+	}
+	if err := seqsInOrder(append(before, after...)); err != nil || uint64(before[len(before)-1].Seq) != endSeq {
+		t.Fatalf("the whole log through another runner: %v: %s then %s", err, kinds(before), kinds(after))
 	}
 }
 

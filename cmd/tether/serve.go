@@ -167,6 +167,7 @@ func newServeCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Addr, "addr", server.DefaultAddr, "listen `ADDRESS`")
 	fl.StringVar(&cfg.WorkspaceRoot, "workspaces", "", "`DIR` holding one directory per workspace (default: DATA/workspaces)")
+	fl.StringVar(&cfg.HomesRoot, "homes", "", "`DIR` holding each workspace's private agent home (default: DATA/homes); in a fleet, shared with --workspaces, a lost runner's sessions resume on another")
 	fl.StringVar(&data, "data", "tether-data", "`DIR` for the event log, the agents' private homes and a generated token")
 	fl.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate `FILE` (serves wss://)")
 	fl.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key `FILE`")

@@ -55,6 +55,10 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
 	case errors.Is(err, sessions.ErrTooManySessions):
 		writeError(w, http.StatusServiceUnavailable, "no_room", err.Error())
+	case errors.Is(err, sessions.ErrLive):
+		writeError(w, http.StatusConflict, "session_live", err.Error())
+	case errors.Is(err, sessions.ErrNotAdoptable):
+		writeError(w, http.StatusConflict, "not_resumable", err.Error())
 	case errors.Is(err, sessions.ErrDraining):
 		writeError(w, http.StatusServiceUnavailable, "runner_draining", err.Error())
 	case errors.Is(err, sessions.ErrNoRunner):

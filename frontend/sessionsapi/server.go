@@ -88,6 +88,7 @@ func (a *api) routes() []route {
 		{"DELETE", "/v1/sessions/{id}", a.close},
 		{"POST", "/v1/sessions/{id}/prompt", a.prompt},
 		{"POST", "/v1/sessions/{id}/interrupt", a.interrupt},
+		{"POST", "/v1/sessions/{id}/resume", a.resume},
 		{"GET", "/v1/sessions/{id}/messages", a.messages},
 		{"GET", "/v1/sessions/{id}/diff", a.diff},
 		{"GET", "/v1/sessions/{id}/events", a.events},
@@ -198,6 +199,18 @@ func (a *api) interrupt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// resume starts an ended session again under its id: its agent resumes
+// the conversation and its events go on from its last seq. In a fleet, a
+// session whose runner was lost is taken over by the runner asked.
+func (a *api) resume(w http.ResponseWriter, r *http.Request) {
+	info, err := a.m.Reopen(r.Context(), r.PathValue("id"), 0, false)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
 }
 
 func (a *api) messages(w http.ResponseWriter, r *http.Request) {

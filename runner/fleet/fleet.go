@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,7 +55,11 @@ type Config struct {
 	// ConnectTimeout bounds the start: the connection, JetStream's
 	// quorum, the stream and buckets (DefaultConnectTimeout).
 	ConnectTimeout time.Duration
-	Logger         *slog.Logger
+	// ResumeOptions, when set, are the start options that continue an
+	// agent's conversation of `turns` turns in another process (the
+	// mock's); a session taken over from a lost runner starts with them.
+	ResumeOptions func(agent string, turns int) json.RawMessage
+	Logger        *slog.Logger
 }
 
 // Fleet is one runner's membership of a fleet: its NATS connection (and

@@ -413,6 +413,23 @@ func (p *publisher) failed(ctx context.Context, s sent, st *pubState, err error)
 	p.mark(s.session)
 }
 
+// adopt starts the publisher's state of a session this runner takes
+// over: the stream holds it up to seq, at stream position pos, and its
+// next event expects that position, which fences out the lost runner.
+func (p *publisher) adopt(session string, seq, pos uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.state[session]
+	if st == nil {
+		st = &pubState{}
+		p.state[session] = st
+	}
+	st.epoch++ // what the publisher had in flight of it before is stale
+	st.seq, st.streamSeq, st.next = seq, pos, seq
+	st.known, st.clean, st.fenced = true, true, false
+	st.fenceSeq, st.fencePos = seq, pos
+}
+
 // forget drops what the publisher keeps of a session that has ended and
 // is all in the stream.
 func (p *publisher) forget(session string) {

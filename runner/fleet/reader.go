@@ -56,7 +56,7 @@ func (f *Fleet) streamEvents(ctx context.Context, session string, after uint64) 
 			return
 		}
 		defer sub.Unsubscribe()
-		r := &streamReader{f: f, session: session, next: after + 1, held: map[uint64]agent.Event{}, yield: yield}
+		r := &streamReader{ctx: ctx, f: f, session: session, next: after + 1, held: map[uint64]agent.Event{}, yield: yield}
 		for {
 			done, err := r.fetch(ctx)
 			if done {
@@ -96,6 +96,7 @@ func (f *Fleet) streamEvents(ctx context.Context, session string, after uint64) 
 
 // streamReader is one reader's place in a session's part of the stream.
 type streamReader struct {
+	ctx     context.Context
 	f       *Fleet
 	session string
 	yield   func(agent.Event, error) bool
@@ -272,10 +273,23 @@ func (r *streamReader) release() (done bool) {
 		}
 		delete(r.held, r.next)
 		r.next++
-		if !r.yield(e, nil) || e.Kind == agent.KindSessionEnded {
+		if !r.yield(e, nil) || (e.Kind == agent.KindSessionEnded && r.endsHere(uint64(e.Seq))) {
 			return true
 		}
 	}
+}
+
+// endsHere says whether a session.ended at seq is the session's end: no
+// event follows it in the stream (one that did would be a session taken
+// over by another runner, going on under the same id).
+func (r *streamReader) endsHere(seq uint64) bool {
+	if r.lastSeq > seq {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, attemptTimeout)
+	defer cancel()
+	last, _, _, err := r.f.lastEvent(ctx, r.session)
+	return err != nil || last <= seq
 }
 
 // endedBy says whether session's last event in the stream is its end and

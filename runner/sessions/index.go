@@ -58,6 +58,14 @@ func (x *index) save(rec record) error {
 	return nil
 }
 
+// remove forgets a session's record; one that is not there is no error.
+func (x *index) remove(id string) {
+	if x == nil {
+		return
+	}
+	_ = os.Remove(filepath.Join(x.dir, id+".json"))
+}
+
 // load reads every record. A record that cannot be read is reported in
 // the error and skipped; the others still load.
 func (x *index) load() ([]record, error) {

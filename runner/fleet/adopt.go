@@ -1,0 +1,123 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
+)
+
+// adopt takes over, on this runner, a session whose runner was lost and
+// whose end the fleet wrote: its history is copied from the stream into
+// this runner's log, and its agent resumes the conversation through its
+// native resume, which finds it only when the workspaces and the agents'
+// homes are on storage this runner reaches too. The session keeps its id
+// and its seq goes on. Of runners that try at once, the one whose claim
+// the registry takes does it.
+func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
+	id := s.ID
+	if c.draining.Load() {
+		return sessions.Info{}, fmt.Errorf("%w (%s)", sessions.ErrDraining, c.f.cfg.Name)
+	}
+	if _, ok := c.local.Agents()[s.Agent]; !ok {
+		return sessions.Info{}, fmt.Errorf("%w: %s is not offered by runner %s", sessions.ErrUnknownAgent, s.Agent, c.f.cfg.Name)
+	}
+	history, err := c.history(ctx, id)
+	if err != nil {
+		return sessions.Info{}, err
+	}
+	claim := s.sessionEntry
+	claim.Runner, claim.State, claim.Cause, claim.TurnID = c.f.cfg.Name, sessions.StateIdle, "", ""
+	rev, err := c.putEntry(ctx, claim, s.rev)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return sessions.Info{}, fmt.Errorf("%w: %s: another runner is taking it over", sessions.ErrLive, id)
+	}
+	if err != nil {
+		return sessions.Info{}, fmt.Errorf("fleet: claiming session %s: %w", id, err)
+	}
+	last := history[len(history)-1]
+	c.f.pub.adopt(id, uint64(last.Seq), last.pos)
+	a := sessions.Adoption{Info: s.Info}
+	if c.f.cfg.ResumeOptions != nil {
+		a.Options = c.f.cfg.ResumeOptions(s.Agent, turnsOf(history))
+	}
+	info, err := c.local.Adopt(ctx, a, events(history))
+	if err != nil {
+		c.f.pub.forget(id)
+		c.giveBack(s.sessionEntry, rev)
+		return sessions.Info{}, err
+	}
+	info.Runner = c.f.cfg.Name
+	c.own(id)
+	c.f.out.session(id)
+	c.heartbeatNow()
+	return info, nil
+}
+
+// storedEvent is an event of the stream with its position there.
+type storedEvent struct {
+	agent.Event
+	pos uint64
+}
+
+// history reads session id's events from the stream, to its end.
+func (c *Core) history(ctx context.Context, id string) ([]storedEvent, error) {
+	seq, pos, _, err := c.f.lastEvent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if seq == 0 {
+		return nil, fmt.Errorf("%w: %s: the stream holds none of its events", sessions.ErrNotAdoptable, id)
+	}
+	var out []storedEvent
+	for e, err := range c.f.streamEvents(ctx, id, 0) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, storedEvent{Event: e})
+		if uint64(e.Seq) >= seq {
+			break
+		}
+	}
+	if len(out) == 0 || uint64(out[len(out)-1].Seq) != seq {
+		return nil, fmt.Errorf("%w: %s: its history in the stream ends before seq %d", sessions.ErrNotAdoptable, id, seq)
+	}
+	out[len(out)-1].pos = pos
+	return out, nil
+}
+
+func events(history []storedEvent) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) {
+		for _, e := range history {
+			if !yield(e.Event, nil) {
+				return
+			}
+		}
+	}
+}
+
+// turnsOf counts the turns a history started.
+func turnsOf(history []storedEvent) int {
+	n := 0
+	for _, e := range history {
+		if e.Kind == agent.KindTurnStarted {
+			n++
+		}
+	}
+	return n
+}
+
+// giveBack returns a claim that came to nothing to the lost runner's
+// entry, so that another runner may take the session over.
+func (c *Core) giveBack(lost sessionEntry, rev uint64) {
+	ctx, cancel := context.WithTimeout(c.ctx, attemptTimeout)
+	defer cancel()
+	if _, err := c.putEntry(ctx, lost, rev); err != nil {
+		c.f.log.Warn("fleet: a session could not be given back after a failed take-over", "session", lost.ID, "err", err)
+	}
+}
