@@ -55,6 +55,7 @@ type fleetRunner struct {
 	*serveProc
 	name string
 	args []string
+	env  []string // besides the test's own
 	dir  string
 
 	mu sync.Mutex // guards serveProc for api, which workers call while it restarts
@@ -87,6 +88,12 @@ func startSharedFleet(t *testing.T, n int) []*fleetRunner {
 // startFleetWith is startFleet with more arguments for every runner.
 func startFleetWith(t *testing.T, n int, extra ...string) []*fleetRunner {
 	t.Helper()
+	return startFleetEnv(t, n, nil, extra...)
+}
+
+// startFleetEnv is startFleetWith with more environment for every runner.
+func startFleetEnv(t *testing.T, n int, env []string, extra ...string) []*fleetRunner {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	runners := make([]*fleetRunner, n)
 	for i := range n {
@@ -103,7 +110,8 @@ func startFleetWith(t *testing.T, n int, extra ...string) []*fleetRunner {
 		}
 		conf := natsNodeConfig(t, dir, name, ports[i], ports[n+i], routes)
 		runners[i] = &fleetRunner{name: name, dir: dir,
-			args: append([]string{"--nats-config", conf, "--runner-name", name, "--data", filepath.Join(dir, "data")}, extra...)}
+			args: append([]string{"--nats-config", conf, "--runner-name", name, "--data", filepath.Join(dir, "data")}, extra...),
+			env:  env}
 	}
 	t0 := time.Now()
 	startRunners(t, runners)
@@ -134,7 +142,7 @@ const fleetStartLimit = 2 * time.Minute
 
 func fleetServeCmd(t *testing.T, r *fleetRunner) *exec.Cmd {
 	cmd := exec.Command(tetherPath(), append([]string{"serve", "--addr", "127.0.0.1:0", "--sandbox", "off"}, r.args...)...)
-	cmd.Env = cleanEnv("TETHER_AUTH_TOKEN="+testToken, "XDG_RUNTIME_DIR="+t.TempDir())
+	cmd.Env = cleanEnv(append([]string{"TETHER_AUTH_TOKEN=" + testToken, "XDG_RUNTIME_DIR=" + t.TempDir()}, r.env...)...)
 	cmd.Dir = r.dir
 	return cmd
 }

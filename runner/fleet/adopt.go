@@ -2,8 +2,10 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"iter"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,6 +28,20 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 	}
 	if _, ok := c.local.Agents()[s.Agent]; !ok {
 		return sessions.Info{}, fmt.Errorf("%w: %s is not offered by runner %s", sessions.ErrUnknownAgent, s.Agent, c.f.cfg.Name)
+	}
+	if s.Cause != agent.ReasonRunnerLost {
+		// Asked before the fleet ended it: end it now (once for the
+		// fleet, whoever writes it), and go on from the registry's entry.
+		if err := c.endLost(ctx, s); err != nil {
+			return sessions.Info{}, err
+		}
+		var err error
+		if s, err = c.entryOf(ctx, id); err != nil {
+			return sessions.Info{}, err
+		}
+		if s.Cause != agent.ReasonRunnerLost {
+			return sessions.Info{}, fmt.Errorf("%w: %s: another runner is taking it over", sessions.ErrLive, id)
+		}
 	}
 	history, err := c.history(ctx, id)
 	if err != nil {
@@ -57,6 +73,34 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 	c.f.out.session(id)
 	c.heartbeatNow()
 	return info, nil
+}
+
+// runnerLost says whether runner name stopped heartbeating, as far as
+// this runner, not cut off itself, can tell.
+func (c *Core) runnerLost(name string) bool {
+	c.reg.mu.RLock()
+	defer c.reg.mu.RUnlock()
+	if name == "" || name == c.f.cfg.Name || c.cutOff() {
+		return false
+	}
+	r, ok := c.reg.runners[name]
+	return !ok || c.lost(r)
+}
+
+// entryOf reads session id's registry entry from the bucket itself (this
+// runner's watch may not have it yet).
+func (c *Core) entryOf(ctx context.Context, id string) (sessionRev, error) {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	e, err := c.f.sessions.Get(ctx, token(id))
+	if err != nil {
+		return sessionRev{}, fmt.Errorf("fleet: reading session %s: %w", id, err)
+	}
+	var s sessionEntry
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		return sessionRev{}, fmt.Errorf("fleet: reading session %s: %w", id, err)
+	}
+	return sessionRev{s, e.Revision(), time.Now()}, nil
 }
 
 // storedEvent is an event of the stream with its position there.

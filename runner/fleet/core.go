@@ -288,7 +288,7 @@ func (c *Core) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool
 		}
 		return info, err
 	}
-	if s, ok := c.reg.session(id); ok && s.Cause == agent.ReasonRunnerLost {
+	if s, ok := c.reg.session(id); ok && (s.Cause == agent.ReasonRunnerLost || c.runnerLost(s.Runner)) {
 		return c.adopt(ctx, s)
 	}
 	r, err := c.remote(ctx, id, request{Op: "reopen", LastSeq: lastSeq, Relay: relay})
