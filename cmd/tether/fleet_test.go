@@ -486,6 +486,11 @@ func TestFleetDrain(t *testing.T) {
 	if st.code != 0 || !strings.Contains(st.stdout, "r2") || !strings.Contains(st.stdout, "draining") {
 		t.Fatalf("tether fleet status: %d\n%s%s", st.code, st.stdout, st.stderr)
 	}
+	ls := tether(t, t.TempDir(), "", []string{"TETHER_AUTH_TOKEN=" + testToken}, "sessions", "--runner", url)
+	if i := strings.Index(ls.stdout, kept.ID); ls.code != 0 || !strings.Contains(ls.stdout, "RUNNER") || i < 0 ||
+		!strings.HasSuffix(strings.TrimSpace(strings.SplitN(ls.stdout[i:], "\n", 2)[0]), "r2") {
+		t.Fatalf("tether sessions does not say where each session runs: %d\n%s%s", ls.code, ls.stdout, ls.stderr)
+	}
 	if err := a.Drain(ctx, "r2", false); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -57,10 +58,20 @@ func Sessions(ctx context.Context, e Env) int {
 	if e.JSON {
 		return e.printJSON(list)
 	}
+	// A fleet's sessions name their runner; a lone runner's do not.
+	fleet := slices.ContainsFunc(list, func(s client.Session) bool { return s.Runner != "" })
 	tw := tabwriter.NewWriter(e.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tAGENT\tWORKSPACE\tSTATE\tEVENTS\tSTARTED")
+	header := "SESSION\tAGENT\tWORKSPACE\tSTATE\tEVENTS\tSTARTED"
+	if fleet {
+		header += "\tRUNNER"
+	}
+	fmt.Fprintln(tw, header)
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s ago\n", s.ID, s.Agent, s.WorkspaceID, s.State, s.LastSeq, age(e.now(), s.Created))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s ago", s.ID, s.Agent, s.WorkspaceID, s.State, s.LastSeq, age(e.now(), s.Created))
+		if fleet {
+			fmt.Fprintf(tw, "\t%s", s.Runner)
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	return ExitOK
