@@ -40,7 +40,7 @@ func StartNode(path string, log *slog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNodeConfig, path, err)
 	}
 	if log != nil {
-		srv.SetLoggerV2(natsLogger{log.With("part", "nats")}, opts.Debug, opts.Trace, false)
+		srv.SetLoggerV2(natsLogger{log: log.With("part", "nats"), redial: &redialNotes{last: map[string]time.Time{}}}, opts.Debug, opts.Trace, false)
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(nodeReadyTimeout) {
@@ -102,13 +102,23 @@ func (n *Node) Close() {
 }
 
 // natsLogger hands the server's logs to slog.
-type natsLogger struct{ log *slog.Logger }
+type natsLogger struct {
+	log    *slog.Logger
+	redial *redialNotes
+}
 
 // Noticef: the server's notices (its banner, each route) are detail for
 // a runner's log.
 func (l natsLogger) Noticef(f string, v ...any) { l.log.Debug(fmt.Sprintf(f, v...)) }
 func (l natsLogger) Warnf(f string, v ...any)   { l.log.Warn(fmt.Sprintf(f, v...)) }
 func (l natsLogger) Fatalf(f string, v ...any)  { l.log.Error(fmt.Sprintf(f, v...)) }
-func (l natsLogger) Errorf(f string, v ...any)  { l.log.Error(fmt.Sprintf(f, v...)) }
+func (l natsLogger) Errorf(f string, v ...any) {
+	msg := fmt.Sprintf(f, v...)
+	if l.redial.quiet(msg, time.Now()) {
+		l.log.Debug(msg)
+		return
+	}
+	l.log.Error(msg)
+}
 func (l natsLogger) Debugf(f string, v ...any)  { l.log.Debug(fmt.Sprintf(f, v...)) }
 func (l natsLogger) Tracef(f string, v ...any)  { l.log.Debug(fmt.Sprintf(f, v...)) }
