@@ -120,5 +120,6 @@ func (l natsLogger) Errorf(f string, v ...any) {
 	}
 	l.log.Error(msg)
 }
-func (l natsLogger) Debugf(f string, v ...any)  { l.log.Debug(fmt.Sprintf(f, v...)) }
-func (l natsLogger) Tracef(f string, v ...any)  { l.log.Debug(fmt.Sprintf(f, v...)) }
+
+func (l natsLogger) Debugf(f string, v ...any) { l.log.Debug(fmt.Sprintf(f, v...)) }
+func (l natsLogger) Tracef(f string, v ...any) { l.log.Debug(fmt.Sprintf(f, v...)) }
