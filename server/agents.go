@@ -152,7 +152,7 @@ func newAgent(k driver.Kind, path string, cfg Config, proxies *keyProxies, log *
 // and whether sessions may ask for network in their commands.
 func sandboxPolicy(cfg Config) *sandbox.Policy {
 	hide := []string{cfg.WorkspaceRoot, cfg.DataDir}
-	if !within(cfg.HomesRoot, cfg.DataDir) && !within(cfg.HomesRoot, cfg.WorkspaceRoot) {
+	if cfg.HomesRoot != "" && !within(cfg.HomesRoot, cfg.DataDir) && !within(cfg.HomesRoot, cfg.WorkspaceRoot) {
 		hide = append(hide, cfg.HomesRoot) // homes on storage of their own (--homes)
 	}
 	return &sandbox.Policy{Hide: hide, ReadOnly: cfg.SandboxReadOnly, ToolNetwork: cfg.AllowToolNetwork}

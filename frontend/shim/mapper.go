@@ -244,7 +244,7 @@ func (m *mapper) itemCompleted(at time.Time, it *agent.Item) ([]Event, []artifac
 		phase = "failed"
 	}
 	ev := m.ev("tool_call", "toolCallId", c.id, "toolName", c.name, "phase", phase, "input", c.input,
-		"approved", it.Status != agent.ItemDeclined, "durationMs", max(at.Sub(c.started).Milliseconds(), 0))
+		"approved", it.Status != agent.ItemDeclined, "durationMs", wallMillis(c.started, at))
 	if out := outputOf(it); out != nil {
 		ev["output"] = out
 	}
@@ -278,6 +278,14 @@ func outputOf(it *agent.Item) any {
 		return map[string]any{"success": it.Status == agent.ItemDone}
 	}
 	return nil
+}
+
+// wallMillis is the milliseconds from start to end by their wall clock
+// readings alone: a live event's time also carries the monotonic clock,
+// a logged one's does not, and a run replayed from the log must give the
+// same durations as it did live.
+func wallMillis(start, end time.Time) int64 {
+	return max(end.Round(0).Sub(start.Round(0)).Milliseconds(), 0)
 }
 
 func (m *mapper) artifact(at time.Time, itemID, p string) artifactEvent {

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/agent"
@@ -29,7 +30,9 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 	if _, ok := c.local.Agents()[s.Agent]; !ok {
 		return sessions.Info{}, fmt.Errorf("%w: %s is not offered by runner %s", sessions.ErrUnknownAgent, s.Agent, c.f.cfg.Name)
 	}
-	if s.Cause != agent.ReasonRunnerLost {
+	// An earlier try's claim that landed though its answer did not.
+	mine := s.Runner == c.f.cfg.Name
+	if !mine && s.Cause != agent.ReasonRunnerLost {
 		// Asked before the fleet ended it: end it now (once for the
 		// fleet, whoever writes it), and go on from the registry's entry.
 		if err := c.endLost(ctx, s); err != nil {
@@ -47,14 +50,11 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 	if err != nil {
 		return sessions.Info{}, err
 	}
-	claim := s.sessionEntry
-	claim.Runner, claim.State, claim.Cause, claim.TurnID = c.f.cfg.Name, sessions.StateIdle, "", ""
-	rev, err := c.putEntry(ctx, claim, s.rev)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return sessions.Info{}, fmt.Errorf("%w: %s: another runner is taking it over", sessions.ErrLive, id)
-	}
-	if err != nil {
-		return sessions.Info{}, fmt.Errorf("fleet: claiming session %s: %w", id, err)
+	lost, rev := s.sessionEntry, s.rev
+	if mine {
+		lost.Runner, lost.State, lost.Cause = "", sessions.StateEnded, agent.ReasonRunnerLost
+	} else if rev, err = c.claim(ctx, s); err != nil {
+		return sessions.Info{}, err
 	}
 	last := history[len(history)-1]
 	c.f.pub.adopt(id, uint64(last.Seq), last.pos)
@@ -65,7 +65,7 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 	info, err := c.local.Adopt(ctx, a, events(history))
 	if err != nil {
 		c.f.pub.forget(id)
-		c.giveBack(s.sessionEntry, rev)
+		c.giveBack(lost, rev)
 		return sessions.Info{}, err
 	}
 	info.Runner = c.f.cfg.Name
@@ -73,6 +73,40 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 	c.f.out.session(id)
 	c.heartbeatNow()
 	return info, nil
+}
+
+// adoptRetrying is adopt, tried again while the stream or the registry
+// does not answer: a lost runner's NATS node may have led them, and the
+// others elect new leaders within seconds.
+func (c *Core) adoptRetrying(ctx context.Context, s sessionRev) (sessions.Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, adoptTimeout)
+	defer cancel()
+	for {
+		info, err := c.adopt(ctx, s)
+		if !unanswered(err) || ctx.Err() != nil {
+			return info, err
+		}
+		c.f.log.Debug("fleet: take-over waits for the stream", "session", s.ID, "err", err)
+		select {
+		case <-ctx.Done():
+			return info, err
+		case <-time.After(250 * time.Millisecond):
+		}
+		if fresh, ok := c.reg.session(s.ID); ok {
+			s = fresh
+		}
+	}
+}
+
+// adoptTimeout bounds a take-over's wait for the stream's leaders.
+const adoptTimeout = 30 * time.Second
+
+// unanswered says whether err is NATS not answering in time (no leader
+// yet, no responders), which a later try may not meet.
+func unanswered(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoHeartbeat)
 }
 
 // runnerLost says whether runner name stopped heartbeating, as far as
@@ -101,6 +135,22 @@ func (c *Core) entryOf(ctx context.Context, id string) (sessionRev, error) {
 		return sessionRev{}, fmt.Errorf("fleet: reading session %s: %w", id, err)
 	}
 	return sessionRev{s, e.Revision(), time.Now()}, nil
+}
+
+// claim writes this runner into session s's registry entry, over the
+// revision the lost runner's end left: of runners that try at once, one
+// succeeds.
+func (c *Core) claim(ctx context.Context, s sessionRev) (uint64, error) {
+	claim := s.sessionEntry
+	claim.Runner, claim.State, claim.Cause, claim.TurnID = c.f.cfg.Name, sessions.StateIdle, "", ""
+	rev, err := c.putEntry(ctx, claim, s.rev)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("%w: %s: another runner is taking it over", sessions.ErrLive, s.ID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("fleet: claiming session %s: %w", s.ID, err)
+	}
+	return rev, nil
 }
 
 // storedEvent is an event of the stream with its position there.

@@ -289,7 +289,7 @@ func (c *Core) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool
 		return info, err
 	}
 	if s, ok := c.reg.session(id); ok && (s.Cause == agent.ReasonRunnerLost || c.runnerLost(s.Runner)) {
-		return c.adopt(ctx, s)
+		return c.adoptRetrying(ctx, s)
 	}
 	r, err := c.remote(ctx, id, request{Op: "reopen", LastSeq: lastSeq, Relay: relay})
 	if err != nil {
