@@ -84,7 +84,13 @@ func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
-	info, err := core.Create(ctx, sessions.CreateRequest{Agent: f.cfg.Agent, WorkspaceID: ws})
+	create := func() (sessions.Info, error) {
+		return core.Create(ctx, sessions.CreateRequest{Agent: f.cfg.Agent, WorkspaceID: ws})
+	}
+	info, err := create()
+	if err != nil && f.freeWorkspace(ctx, core, ws, "") {
+		info, err = create()
+	}
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, rpcError(err)
 	}
@@ -110,7 +116,12 @@ func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core,
 		return nil, sessions.Info{}, unknownSession(id)
 	}
 	if reopen && info.State == sessions.StateEnded {
-		if info, err = core.Reopen(ctx, id, info.LastSeq, false); err != nil {
+		last := info.LastSeq
+		info, err = core.Reopen(ctx, id, last, false)
+		if err != nil && f.freeWorkspace(ctx, core, info.WorkspaceID, id) {
+			info, err = core.Reopen(ctx, id, last, false)
+		}
+		if err != nil {
 			return nil, sessions.Info{}, rpcError(err)
 		}
 	}
@@ -141,13 +152,33 @@ func (f *front) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 	return acpsdk.ResumeSessionResponse{}, nil
 }
 
+// freeWorkspace makes room in workspace ws, which one session at a time
+// works in, for another session of the editor's: it closes the idle
+// sessions of ours there (they stay listed, and load again). It reports
+// whether it closed one; a session running a turn is left alone.
+func (f *front) freeWorkspace(ctx context.Context, core Core, ws, except string) bool {
+	closed := false
+	for _, info := range core.List() {
+		if info.WorkspaceID != ws || info.ID == except || info.Agent != f.cfg.Agent || info.State != sessions.StateIdle {
+			continue
+		}
+		if err := core.Close(ctx, info.ID); err != nil {
+			f.cfg.Logger.Warn("acp: idle session not closed", "session", info.ID, "err", err)
+			continue
+		}
+		f.cfg.Logger.Info("acp: idle session closed to free its workspace", "session", info.ID, "workspace", ws)
+		closed = true
+	}
+	return closed
+}
+
 func (f *front) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
 	out := acpsdk.ListSessionsResponse{Sessions: []acpsdk.SessionInfo{}}
 	var core Core
 	if p.Cwd != nil {
 		c, _, err := f.coreFor(ctx, *p.Cwd)
 		if err != nil {
-			return out, err
+			return out, nil // another root's: none of ours
 		}
 		core = c
 	} else if core = f.opened(); core == nil {
