@@ -95,7 +95,7 @@ func (l *ACPLocal) Capabilities() agent.Capabilities { return l.driver.Capabilit
 // Open opens the core of the workspaces under root, once; a later root
 // is refused. Its data lives in the data directory, one directory per
 // root.
-func (l *ACPLocal) Open(ctx context.Context, root string) (*sessions.Manager, error) {
+func (l *ACPLocal) Open(ctx context.Context, root string) (sessions.Core, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.core != nil {
@@ -134,6 +134,7 @@ func (l *ACPLocal) Open(ctx context.Context, root string) (*sessions.Manager, er
 	l.core, l.root = c, root
 	return c.sessions, nil
 }
+
 
 // Close ends the sessions (their conversations stay in the agents'
 // stores, to be loaded again) and closes the core.

@@ -116,9 +116,9 @@ func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core,
 		return nil, sessions.Info{}, unknownSession(id)
 	}
 	if reopen && info.State == sessions.StateEnded {
-		last := info.LastSeq
+		last, ws := info.LastSeq, info.WorkspaceID
 		info, err = core.Reopen(ctx, id, last, false)
-		if err != nil && f.freeWorkspace(ctx, core, info.WorkspaceID, id) {
+		if err != nil && f.freeWorkspace(ctx, core, ws, id) {
 			info, err = core.Reopen(ctx, id, last, false)
 		}
 		if err != nil {

@@ -90,8 +90,12 @@ func guardFrames(r io.Reader, w *io.PipeWriter, out io.Writer, onBad func(error)
 			onBad(err)
 			var fe *FrameError
 			errors.As(err, &fe)
+			message := "Invalid Request"
+			if fe.Code == codeParseError {
+				message = "Parse error"
+			}
 			answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-				"error": map[string]any{"code": fe.Code, "message": fe.Reason}})
+				"error": map[string]any{"code": fe.Code, "message": message, "data": map[string]any{"error": fe.Reason}}})
 			if _, werr := out.Write(append(answer, '\n')); werr != nil {
 				break
 			}
