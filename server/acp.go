@@ -135,7 +135,6 @@ func (l *ACPLocal) Open(ctx context.Context, root string) (sessions.Core, error)
 	return c.sessions, nil
 }
 
-
 // Close ends the sessions (their conversations stay in the agents'
 // stores, to be loaded again) and closes the core.
 func (l *ACPLocal) Close(ctx context.Context) error {

@@ -77,4 +77,3 @@ func TestACPConformanceMockRunner(t *testing.T) {
 	p := startServe(t, cleanEnv(), "--sandbox", "on")
 	runTCK(t, []string{"TETHER_AUTH_TOKEN=" + testToken}, "--agent", "mock", "--runner", "http://"+p.addr)
 }
-

@@ -14,7 +14,9 @@ import (
 )
 
 // acpEnv is the environment of a tether acp under test.
-func acpEnv(extra ...string) []string { return cleanEnv(append([]string{"XDG_STATE_HOME=" + os.TempDir()}, extra...)...) }
+func acpEnv(extra ...string) []string {
+	return cleanEnv(append([]string{"XDG_STATE_HOME=" + os.TempDir()}, extra...)...)
+}
 
 // startACP starts `tether acp` with args behind a Go SDK client, and
 // shakes hands.
@@ -226,4 +228,3 @@ func TestACPMockRunner(t *testing.T) {
 		t.Fatalf("replayed user messages %q", got)
 	}
 }
-
