@@ -32,7 +32,7 @@ func tckPython() (string, string) {
 
 // runTCK runs the whole ACP TCK against `tether acp` with args, and
 // fails unless it is CONFORMANT. It logs the verdict line.
-func runTCK(t *testing.T, env []string, args ...string) {
+func runTCK(t *testing.T, env []string, args []string) {
 	t.Helper()
 	py, why := tckPython()
 	if py == "" {
@@ -47,7 +47,7 @@ func runTCK(t *testing.T, env []string, args ...string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "third_party", "acp-tck", "run.sh"), append([]string{tetherPath(), "acp"}, args...)...)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(cleanEnv(env...), "ACPTCK_PYTHON="+py, "ACPTCK_REPORT="+report, "TMPDIR="+t.TempDir(),
+	cmd.Env = append(env, "ACPTCK_PYTHON="+py, "ACPTCK_REPORT="+report, "TMPDIR="+t.TempDir(),
 		"ACPTCK_ARGS=--timeout 30 --cancel-prompt SLOW")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -70,10 +70,10 @@ func lastLines(s string, n int) string {
 }
 
 func TestACPConformanceMockLocal(t *testing.T) {
-	runTCK(t, nil, "--agent", "mock", "--data-dir", filepath.Join(t.TempDir(), "acp"))
+	runTCK(t, acpEnv(), []string{"--agent", "mock", "--data-dir", filepath.Join(t.TempDir(), "acp")})
 }
 
 func TestACPConformanceMockRunner(t *testing.T) {
 	p := startServe(t, cleanEnv(), "--sandbox", "on")
-	runTCK(t, []string{"TETHER_AUTH_TOKEN=" + testToken}, "--agent", "mock", "--runner", "http://"+p.addr)
+	runTCK(t, acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", "mock", "--runner", "http://" + p.addr})
 }
