@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
@@ -58,4 +63,82 @@ func TestRealCLIACPConformanceOpenCode(t *testing.T) { realTCK(t, "opencode") }
 func realTCK(t *testing.T, kind string) {
 	env, args := realAgentACP(t, kind)
 	runTCK(t, env, args)
+}
+
+// An editor's session with each real CLI behind tether acp: a streamed
+// turn, a tool call allowed (it ran: its file is there) and rejected (it
+// did not), a cancel mid-turn, and a load of the session after another
+// took its workspace.
+func TestRealCLIACPClaude(t *testing.T)   { realACPSession(t, "claude", "USE_WRITE ") }
+func TestRealCLIACPCodex(t *testing.T)    { realACPSession(t, "codex", "USE_SHELL touch ") }
+func TestRealCLIACPOpenCode(t *testing.T) { realACPSession(t, "opencode", "USE_SHELL touch ") }
+
+func realACPSession(t *testing.T, kind, makeFile string) {
+	env, args := realAgentACP(t, kind)
+	c := startACP(t, env, args...)
+	cwd := filepath.Join(t.TempDir(), "proj")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new: %v\n%s", err, c.Stderr.String())
+	}
+	r, err := prompt(ctx, c, s.SessionId, "SAY hello from "+kind)
+	if err != nil || r.StopReason != acp.StopReasonEndTurn || !strings.Contains(text(c.Updates(), false), "hello from "+kind) {
+		t.Fatalf("text turn: %+v %v %q\n%s", r, err, text(c.Updates(), false), c.Stderr.String())
+	}
+	for _, tc := range []struct {
+		answer acp.PermissionOptionKind
+		file   string
+		made   bool
+	}{{acp.PermissionOptionKindAllowOnce, "allowed.txt", true}, {acp.PermissionOptionKindRejectOnce, "rejected.txt", false}} {
+		c.Reset()
+		c.Answer(tc.answer)
+		path := filepath.Join(cwd, tc.file)
+		target := tc.file
+		if kind == "claude" {
+			target = path
+		}
+		r, err := prompt(ctx, c, s.SessionId, makeFile+target)
+		if err != nil || r.StopReason != acp.StopReasonEndTurn || len(c.Asked()) == 0 {
+			t.Fatalf("%s: %+v %v, asked %d\n%s", tc.answer, r, err, len(c.Asked()), c.Stderr.String())
+		}
+		if _, err := os.Stat(path); (err == nil) != tc.made {
+			t.Fatalf("%s: %s made: %v, want %v", tc.answer, tc.file, err == nil, tc.made)
+		}
+	}
+	c.Reset()
+	done := make(chan acp.StopReason, 1)
+	go func() {
+		r, err := prompt(ctx, c, s.SessionId, "SLOW")
+		if err != nil {
+			t.Errorf("SLOW: %v", err)
+		}
+		done <- r.StopReason
+	}()
+	if err := c.WaitUpdate(ctx, func(u acp.SessionUpdate) bool { return u.AgentMessageChunk != nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctx, acp.CancelNotification{SessionId: s.SessionId}); err != nil {
+		t.Fatal(err)
+	}
+	if stop := <-done; stop != acp.StopReasonCancelled {
+		t.Fatalf("cancelled turn: %q", stop)
+	}
+	if _, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("another session/new: %v", err)
+	}
+	c.Reset()
+	if _, err := c.LoadSession(ctx, acp.LoadSessionRequest{SessionId: s.SessionId, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v\n%s", err, c.Stderr.String())
+	}
+	if got := text(c.Updates(), false); !strings.Contains(got, "hello from "+kind) {
+		t.Fatalf("replayed agent text %q", got)
+	}
+	if r, err := prompt(ctx, c, s.SessionId, "SAY again"); err != nil || r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("after the load: %+v %v\n%s", r, err, c.Stderr.String())
+	}
 }

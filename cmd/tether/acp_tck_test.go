@@ -15,6 +15,10 @@ import (
 // tckVerdict is the last line of the ACP TCK's run.sh.
 var tckVerdict = regexp.MustCompile(`ACP TCK: (\d+)/(\d+) MANDATORY pass, (\d+)/(\d+) CAPABILITY pass, verdict (\S+)`)
 
+// tckFinding is a requirement's line in the TCK's summary that failed,
+// or an advisory one's.
+var tckFinding = regexp.MustCompile(`^\s+ACP-\S+\s+FAIL|^\s+ADVISORY\s+PASS`)
+
 // tckPython is an interpreter that runs the vendored TCK (pytest and
 // jsonschema), or "" with the reason there is none.
 func tckPython() (string, string) {
@@ -56,6 +60,11 @@ func runTCK(t *testing.T, env []string, args []string) {
 		t.Fatalf("the TCK printed no verdict (%v):\n%s", err, out)
 	}
 	t.Logf("%s (%.1fs)", m[0], time.Since(start).Seconds())
+	for _, line := range strings.Split(string(out), "\n") {
+		if tckFinding.MatchString(line) {
+			t.Logf("finding: %s", strings.TrimSpace(line))
+		}
+	}
 	if m[5] != "CONFORMANT" || m[1] != m[2] || m[3] != m[4] || err != nil {
 		t.Fatalf("not conformant (%v); report %s:\n%s", err, report, lastLines(string(out), 60))
 	}
