@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +18,10 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/client"
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/frontend/acp"
+	"github.com/tetherhq/tether/frontend/sessionsapi"
 	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
@@ -30,13 +35,20 @@ type rig struct {
 	conn *acpsdk.ClientSideConnection
 	root string
 
+	core *sessions.Manager
+
 	mu      sync.Mutex
 	updates []acpsdk.SessionUpdate
+	times   []time.Time // of updates
 	asked   []acpsdk.RequestPermissionRequest
 	pick    string
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB, mc mock.Config) *rig { return newRigOver(t, mc, false) }
+
+// newRigOver is newRig with the front end's core the sessions API over
+// loopback HTTP (a runner) when remote is set.
+func newRigOver(t testing.TB, mc mock.Config, remote bool) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "work")
@@ -52,7 +64,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"mock": mock.New(mock.Config{})},
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"mock": mock.New(mc)},
 		Workspaces: ws, Log: elog, Approvals: store, IndexDir: filepath.Join(dir, "sessions")})
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +75,16 @@ func newRig(t *testing.T) *rig {
 	served := make(chan error, 1)
 	cfg := acp.Config{Agent: "mock", Capabilities: mock.New(mock.Config{}).Capabilities(),
 		Open: func(context.Context, string) (acp.Core, error) { return m, nil }}
+	if remote {
+		mux := http.NewServeMux()
+		mux.Handle("/v1/", sessionsapi.Handler(sessionsapi.Config{Sessions: m}))
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		rc := acp.NewRemoteCore(&client.Client{BaseURL: srv.URL})
+		cfg.Open = func(context.Context, string) (acp.Core, error) { return rc, nil }
+	}
 	go func() { served <- acp.Serve(ctx, cfg, cr, aw) }()
-	r := &rig{root: ws.Root()}
+	r := &rig{root: ws.Root(), core: m}
 	r.conn = acpsdk.NewClientSideConnection(r, cw, ar)
 	r.conn.SetLogger(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
@@ -105,6 +125,7 @@ func (r *rig) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) err
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.updates = append(r.updates, n.Update)
+	r.times = append(r.times, time.Now())
 	return nil
 }
 
@@ -133,14 +154,20 @@ func (r *rig) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitReq
 }
 
 func (r *rig) take() ([]acpsdk.SessionUpdate, []acpsdk.RequestPermissionRequest) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	u, a := r.updates, r.asked
-	r.updates, r.asked = nil, nil
+	u, a, _ := r.takeTimed()
 	return u, a
 }
 
-func (r *rig) turn(t *testing.T, id acpsdk.SessionId, words string) acpsdk.StopReason {
+// takeTimed is take with the time each update came.
+func (r *rig) takeTimed() ([]acpsdk.SessionUpdate, []acpsdk.RequestPermissionRequest, []time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u, a, at := r.updates, r.asked, r.times
+	r.updates, r.asked, r.times = nil, nil, nil
+	return u, a, at
+}
+
+func (r *rig) turn(t testing.TB, id acpsdk.SessionId, words string) acpsdk.StopReason {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -154,7 +181,7 @@ func (r *rig) turn(t *testing.T, id acpsdk.SessionId, words string) acpsdk.StopR
 // A file change of a later turn shows as a diff whose old text is the
 // file before the turn, taken back from the agent's unified diff.
 func TestDiffOldAndNewText(t *testing.T) {
-	r := newRig(t)
+	r := newRig(t, mock.Config{})
 	cwd := filepath.Join(r.root, "proj")
 	s, err := r.conn.NewSession(context.Background(), acpsdk.NewSessionRequest{Cwd: cwd, McpServers: []acpsdk.McpServer{}})
 	if err != nil {
@@ -189,7 +216,7 @@ func TestDiffOldAndNewText(t *testing.T) {
 // A question that takes one answer is put as one option per choice; the
 // choice comes back in the reply.
 func TestQuestionAsOptions(t *testing.T) {
-	r := newRig(t)
+	r := newRig(t, mock.Config{})
 	s, err := r.conn.NewSession(context.Background(), acpsdk.NewSessionRequest{Cwd: filepath.Join(r.root, "q"), McpServers: []acpsdk.McpServer{}})
 	if err != nil {
 		t.Fatal(err)
@@ -211,4 +238,10 @@ func TestQuestionAsOptions(t *testing.T) {
 	if !strings.Contains(reply.String(), "Green") {
 		t.Fatalf("the choice is not in the reply %q", reply.String())
 	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func sessionsCreate(ws string) sessions.CreateRequest {
+	return sessions.CreateRequest{Agent: "mock", WorkspaceID: ws}
 }
