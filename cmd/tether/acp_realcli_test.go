@@ -142,3 +142,20 @@ func realACPSession(t *testing.T, kind, makeFile string) {
 		t.Fatalf("after the load: %+v %v\n%s", r, err, c.Stderr.String())
 	}
 }
+
+// The whole ACP TCK with each real CLI on a sandboxed runner behind
+// tether acp --runner. Not in CI (each takes minutes): run them with
+// -run TestRealCLIACPConformanceRunner.
+func TestRealCLIACPConformanceRunnerClaude(t *testing.T)   { realTCKRunner(t, "claude") }
+func TestRealCLIACPConformanceRunnerCodex(t *testing.T)    { realTCKRunner(t, "codex") }
+func TestRealCLIACPConformanceRunnerOpenCode(t *testing.T) { realTCKRunner(t, "opencode") }
+
+func realTCKRunner(t *testing.T, kind string) {
+	if os.Getenv("CI") != "" {
+		t.Skip("minutes per agent: run by hand")
+	}
+	env, args := realAgentACP(t, kind)
+	cli := args[len(args)-1]
+	p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+cli)
+	runTCK(t, acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", kind, "--runner", "http://" + p.addr})
+}
