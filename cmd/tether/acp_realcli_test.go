@@ -61,6 +61,7 @@ func TestRealCLIACPConformanceCodex(t *testing.T)    { realTCK(t, "codex") }
 func TestRealCLIACPConformanceOpenCode(t *testing.T) { realTCK(t, "opencode") }
 
 func realTCK(t *testing.T, kind string) {
+	t.Parallel() // minutes each, mostly the CLI's start in each of the TCK's processes
 	env, args := realAgentACP(t, kind)
 	runTCK(t, env, args)
 }
