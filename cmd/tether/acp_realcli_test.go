@@ -70,12 +70,22 @@ func realTCK(t *testing.T, kind string) {
 // turn, a tool call allowed (it ran: its file is there) and rejected (it
 // did not), a cancel mid-turn, and a load of the session after another
 // took its workspace.
-func TestRealCLIACPClaude(t *testing.T)   { realACPSession(t, "claude", "USE_WRITE ") }
-func TestRealCLIACPCodex(t *testing.T)    { realACPSession(t, "codex", "USE_SHELL touch ") }
-func TestRealCLIACPOpenCode(t *testing.T) { realACPSession(t, "opencode", "USE_SHELL touch ") }
+// Through a sandboxed runner the workspace is the runner's, so the tool
+// calls are judged by their status, and the load is of the live session
+// (the sessions API reopens no ended one).
+func TestRealCLIACPClaude(t *testing.T)         { realACPSession(t, "claude", "USE_WRITE ", false) }
+func TestRealCLIACPCodex(t *testing.T)          { realACPSession(t, "codex", "USE_SHELL touch ", false) }
+func TestRealCLIACPOpenCode(t *testing.T)       { realACPSession(t, "opencode", "USE_SHELL touch ", false) }
+func TestRealCLIACPRunnerClaude(t *testing.T)   { realACPSession(t, "claude", "USE_WRITE ", true) }
+func TestRealCLIACPRunnerCodex(t *testing.T)    { realACPSession(t, "codex", "USE_SHELL touch ", true) }
+func TestRealCLIACPRunnerOpenCode(t *testing.T) { realACPSession(t, "opencode", "USE_SHELL touch ", true) }
 
-func realACPSession(t *testing.T, kind, makeFile string) {
+func realACPSession(t *testing.T, kind, makeFile string, remote bool) {
 	env, args := realAgentACP(t, kind)
+	if remote {
+		p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+args[len(args)-1])
+		env, args = acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", kind, "--runner", "http://" + p.addr}
+	}
 	c := startACP(t, env, args...)
 	cwd := filepath.Join(t.TempDir(), "proj")
 	if err := os.Mkdir(cwd, 0o755); err != nil {
@@ -100,12 +110,19 @@ func realACPSession(t *testing.T, kind, makeFile string) {
 		c.Answer(tc.answer)
 		path := filepath.Join(cwd, tc.file)
 		target := tc.file
-		if kind == "claude" {
+		if kind == "claude" && !remote {
 			target = path
 		}
 		r, err := prompt(ctx, c, s.SessionId, makeFile+target)
 		if err != nil || r.StopReason != acp.StopReasonEndTurn || len(c.Asked()) == 0 {
 			t.Fatalf("%s: %+v %v, asked %d\n%s", tc.answer, r, err, len(c.Asked()), c.Stderr.String())
+		}
+		if remote {
+			want := map[bool]acp.ToolCallStatus{true: acp.ToolCallStatusCompleted, false: acp.ToolCallStatusFailed}[tc.made]
+			if st, _ := toolStatus(c.Updates(), "", c.Asked()[0].ToolCall.ToolCallId); st != want {
+				t.Fatalf("%s: the tool call ended %q, want %q", tc.answer, st, want)
+			}
+			continue
 		}
 		if _, err := os.Stat(path); (err == nil) != tc.made {
 			t.Fatalf("%s: %s made: %v, want %v", tc.answer, tc.file, err == nil, tc.made)
@@ -129,8 +146,10 @@ func realACPSession(t *testing.T, kind, makeFile string) {
 	if stop := <-done; stop != acp.StopReasonCancelled {
 		t.Fatalf("cancelled turn: %q", stop)
 	}
-	if _, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
-		t.Fatalf("another session/new: %v", err)
+	if !remote {
+		if _, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+			t.Fatalf("another session/new: %v", err)
+		}
 	}
 	c.Reset()
 	if _, err := c.LoadSession(ctx, acp.LoadSessionRequest{SessionId: s.SessionId, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
