@@ -53,6 +53,9 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	}
 	cancel()
 	_ = pr.Close()
+	f.mu.Lock()
+	f.closed = true // no turn starts after this: wait may begin
+	f.mu.Unlock()
 	f.wait()
 	return nil
 }
@@ -67,8 +70,9 @@ type front struct {
 	core Core
 	root string
 	// turns are the running prompts, by session.
-	turns map[string]*turn
-	wg    sync.WaitGroup
+	turns  map[string]*turn
+	closed bool
+	wg     sync.WaitGroup
 }
 
 func newFront(ctx context.Context, cfg Config) *front {

@@ -65,6 +65,10 @@ func (f *front) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	t := f.newTurn()
 	defer t.stop()
 	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return acpsdk.PromptResponse{}, acpsdk.NewInternalError(map[string]any{"error": "tether acp is stopping"})
+	}
 	if f.turns[id] != nil {
 		f.mu.Unlock()
 		return acpsdk.PromptResponse{}, acpsdk.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("a prompt is already running in session %q", id)})
