@@ -73,12 +73,14 @@ func realTCK(t *testing.T, kind string) {
 // Through a sandboxed runner the workspace is the runner's, so the tool
 // calls are judged by their status, and the load is of the live session
 // (the sessions API reopens no ended one).
-func TestRealCLIACPClaude(t *testing.T)         { realACPSession(t, "claude", "USE_WRITE ", false) }
-func TestRealCLIACPCodex(t *testing.T)          { realACPSession(t, "codex", "USE_SHELL touch ", false) }
-func TestRealCLIACPOpenCode(t *testing.T)       { realACPSession(t, "opencode", "USE_SHELL touch ", false) }
-func TestRealCLIACPRunnerClaude(t *testing.T)   { realACPSession(t, "claude", "USE_WRITE ", true) }
-func TestRealCLIACPRunnerCodex(t *testing.T)    { realACPSession(t, "codex", "USE_SHELL touch ", true) }
-func TestRealCLIACPRunnerOpenCode(t *testing.T) { realACPSession(t, "opencode", "USE_SHELL touch ", true) }
+func TestRealCLIACPClaude(t *testing.T)       { realACPSession(t, "claude", "USE_WRITE ", false) }
+func TestRealCLIACPCodex(t *testing.T)        { realACPSession(t, "codex", "USE_SHELL touch ", false) }
+func TestRealCLIACPOpenCode(t *testing.T)     { realACPSession(t, "opencode", "USE_SHELL touch ", false) }
+func TestRealCLIACPRunnerClaude(t *testing.T) { realACPSession(t, "claude", "USE_WRITE ", true) }
+func TestRealCLIACPRunnerCodex(t *testing.T)  { realACPSession(t, "codex", "USE_SHELL touch ", true) }
+func TestRealCLIACPRunnerOpenCode(t *testing.T) {
+	realACPSession(t, "opencode", "USE_SHELL touch ", true)
+}
 
 func realACPSession(t *testing.T, kind, makeFile string, remote bool) {
 	env, args := realAgentACP(t, kind)
