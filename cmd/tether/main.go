@@ -71,7 +71,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newRunCmd(), newServeCmd(), newVersionCmd(), newMockCmd(),
 		newSessionsCmd(), newApprovalsCmd(), newApproveCmd(), newDenyCmd(), newAttachCmd(), newFleetCmd())
-	root.AddCommand(newShimCmd(), newDaemonCmd())
+	root.AddCommand(newShimCmd(), newDaemonCmd(), newACPCmd())
 	root.AddCommand(newRecoverCmd())
 	return root
 }

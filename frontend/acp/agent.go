@@ -1,0 +1,287 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
+)
+
+var _ acpsdk.Agent = (*front)(nil)
+var _ acpsdk.AgentLoader = (*front)(nil)
+
+// Initialize declares protocol version 1 and what the agent behind can
+// honour. The core of a root opens with the first session, so the
+// capabilities come from the configuration.
+func (f *front) Initialize(ctx context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
+	caps := f.cfg.Capabilities
+	sc := acpsdk.SessionCapabilities{List: &acpsdk.SessionListCapabilities{}, Close: &acpsdk.SessionCloseCapabilities{}}
+	if caps.Resume {
+		sc.Resume = &acpsdk.SessionResumeCapabilities{}
+	}
+	return acpsdk.InitializeResponse{
+		ProtocolVersion: acpsdk.ProtocolVersion(acpsdk.ProtocolVersionNumber),
+		AgentCapabilities: acpsdk.AgentCapabilities{
+			LoadSession:         true,
+			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true},
+			SessionCapabilities: sc,
+		},
+		AgentInfo:   &acpsdk.Implementation{Name: "tether", Title: acpsdk.Ptr("Tether (" + f.cfg.Agent + ")"), Version: f.cfg.Version},
+		AuthMethods: []acpsdk.AuthMethod{},
+	}, nil
+}
+
+// Authenticate: the agents behind tether take their credentials from
+// the runner's environment, so no method is offered and none is needed.
+func (f *front) Authenticate(ctx context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
+	return acpsdk.AuthenticateResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no authentication method %q: none is needed", p.MethodId)})
+}
+
+// coreFor opens (once) the core of cwd's root and names cwd's workspace.
+func (f *front) coreFor(ctx context.Context, cwd string) (Core, string, error) {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return nil, "", acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not an absolute path", cwd)})
+	}
+	cwd = filepath.Clean(cwd)
+	root, id := filepath.Dir(cwd), filepath.Base(cwd)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.core != nil {
+		if root != f.root {
+			return nil, "", acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
+				"this tether acp serves the workspaces of %s; %s is not one of them (start another for it)", f.root, cwd)})
+		}
+		return f.core, id, nil
+	}
+	core, err := f.cfg.Open(ctx, root)
+	if err != nil {
+		return nil, "", acpsdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	f.core, f.root = core, root
+	return core, id, nil
+}
+
+// opened is the core, if a session has opened one.
+func (f *front) opened() Core {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.core
+}
+
+func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
+	if len(p.McpServers) > 0 {
+		return acpsdk.NewSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
+			"the %s agent behind tether takes no MCP servers from the editor: configure them on the runner", f.cfg.Agent)})
+	}
+	core, ws, err := f.coreFor(ctx, p.Cwd)
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, err
+	}
+	create := func() (sessions.Info, error) {
+		return core.Create(ctx, sessions.CreateRequest{Agent: f.cfg.Agent, WorkspaceID: ws})
+	}
+	info, err := create()
+	if err != nil && f.freeWorkspace(ctx, core, ws, "") {
+		info, err = create()
+	}
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, rpcError(err)
+	}
+	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws)
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID)}, nil
+}
+
+// session finds a session of this front end's agent in the core of cwd
+// (or the one open), reopening it when it has ended and reopen is set.
+func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core, sessions.Info, error) {
+	var core Core
+	if cwd != "" {
+		c, _, err := f.coreFor(ctx, cwd)
+		if err != nil {
+			return nil, sessions.Info{}, err
+		}
+		core = c
+	} else if core = f.opened(); core == nil {
+		return nil, sessions.Info{}, unknownSession(id)
+	}
+	info, err := core.Get(id)
+	if err != nil || info.Agent != f.cfg.Agent {
+		return nil, sessions.Info{}, unknownSession(id)
+	}
+	if reopen && info.State == sessions.StateEnded {
+		last, ws := info.LastSeq, info.WorkspaceID
+		info, err = core.Reopen(ctx, id, last, false)
+		if err != nil && f.freeWorkspace(ctx, core, ws, id) {
+			info, err = core.Reopen(ctx, id, last, false)
+		}
+		if err != nil {
+			return nil, sessions.Info{}, rpcError(err)
+		}
+	}
+	return core, info, nil
+}
+
+// LoadSession reopens an earlier session and replays its history as
+// session/update notifications, all of them before the answer.
+func (f *front) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
+	if len(p.McpServers) > 0 {
+		return acpsdk.LoadSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "the agent behind tether takes no MCP servers from the editor"})
+	}
+	core, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true)
+	if err != nil {
+		return acpsdk.LoadSessionResponse{}, err
+	}
+	if err := f.replay(ctx, core, info); err != nil {
+		return acpsdk.LoadSessionResponse{}, rpcError(err)
+	}
+	return acpsdk.LoadSessionResponse{}, nil
+}
+
+// ResumeSession reopens an earlier session without its history.
+func (f *front) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
+	if _, _, err := f.session(ctx, string(p.SessionId), p.Cwd, true); err != nil {
+		return acpsdk.ResumeSessionResponse{}, err
+	}
+	return acpsdk.ResumeSessionResponse{}, nil
+}
+
+// freeWorkspace makes room in workspace ws, which one session at a time
+// works in, for another session of the editor's: it closes the idle
+// sessions of ours there (they stay listed, and load again). It reports
+// whether it closed one; a session running a turn is left alone.
+func (f *front) freeWorkspace(ctx context.Context, core Core, ws, except string) bool {
+	closed := false
+	for _, info := range core.List() {
+		if info.WorkspaceID != ws || info.ID == except || info.Agent != f.cfg.Agent || info.State != sessions.StateIdle {
+			continue
+		}
+		if err := core.Close(ctx, info.ID); err != nil {
+			f.cfg.Logger.Warn("acp: idle session not closed", "session", info.ID, "err", err)
+			continue
+		}
+		f.cfg.Logger.Info("acp: idle session closed to free its workspace", "session", info.ID, "workspace", ws)
+		closed = true
+	}
+	return closed
+}
+
+func (f *front) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
+	out := acpsdk.ListSessionsResponse{Sessions: []acpsdk.SessionInfo{}}
+	var core Core
+	if p.Cwd != nil {
+		c, _, err := f.coreFor(ctx, *p.Cwd)
+		if err != nil {
+			return out, nil // another root's: none of ours
+		}
+		core = c
+	} else if core = f.opened(); core == nil {
+		return out, nil
+	}
+	f.mu.Lock()
+	root := f.root
+	f.mu.Unlock()
+	list := core.List()
+	slices.SortFunc(list, func(a, b sessions.Info) int { return b.Created.Compare(a.Created) })
+	for _, info := range list {
+		cwd := filepath.Join(root, info.WorkspaceID)
+		if info.Agent != f.cfg.Agent || (p.Cwd != nil && filepath.Clean(*p.Cwd) != cwd) {
+			continue
+		}
+		out.Sessions = append(out.Sessions, acpsdk.SessionInfo{SessionId: acpsdk.SessionId(info.ID), Cwd: cwd,
+			UpdatedAt: acpsdk.Ptr(info.Created.UTC().Format("2006-01-02T15:04:05Z"))})
+	}
+	return out, nil
+}
+
+func (f *front) CloseSession(ctx context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
+	core, _, err := f.session(ctx, string(p.SessionId), "", false)
+	if err != nil {
+		return acpsdk.CloseSessionResponse{}, err
+	}
+	if err := core.Close(ctx, string(p.SessionId)); err != nil && !errors.Is(err, sessions.ErrEnded) {
+		return acpsdk.CloseSessionResponse{}, rpcError(err)
+	}
+	return acpsdk.CloseSessionResponse{}, nil
+}
+
+// Cancel interrupts the session's running turn; its prompt then ends
+// cancelled, and the core answers its pending approvals as interrupted.
+func (f *front) Cancel(ctx context.Context, p acpsdk.CancelNotification) error {
+	f.mu.Lock()
+	t := f.turns[string(p.SessionId)]
+	core := f.core
+	f.mu.Unlock()
+	if t == nil || core == nil {
+		return nil
+	}
+	t.cancel()
+	if err := core.Interrupt(context.WithoutCancel(ctx), string(p.SessionId)); err != nil && !errors.Is(err, agent.ErrNoTurn) {
+		f.cfg.Logger.Warn("acp: interrupt", "session", p.SessionId, "err", err)
+	}
+	return nil
+}
+
+// SetSessionMode: the agent interface has no mode switch, so no modes
+// are offered.
+func (f *front) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
+	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound("session/set_mode")
+}
+
+func (f *front) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound("session/set_config_option")
+}
+
+func unknownSession(id string) error {
+	return acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", id)})
+}
+
+// rpcError maps the core's errors onto JSON-RPC's.
+func rpcError(err error) error {
+	var re *acpsdk.RequestError
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.Is(err, sessions.ErrNotFound), errors.Is(err, sessions.ErrUnknownAgent), errors.Is(err, agent.ErrTurnInProgress),
+		errors.Is(err, sessions.ErrEnded), errors.Is(err, agent.ErrUnsupported):
+		return acpsdk.NewInvalidRequest(map[string]any{"error": err.Error()})
+	}
+	return acpsdk.NewInternalError(map[string]any{"error": strings.TrimSpace(err.Error())})
+}
+
+// cwdOf is a session's workspace as the editor named it.
+func (f *front) cwdOf(info sessions.Info) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return filepath.Join(f.root, info.WorkspaceID)
+}
+
+// replay sends a session's history, up to its last event, as updates.
+func (f *front) replay(ctx context.Context, core Core, info sessions.Info) error {
+	if info.LastSeq == 0 {
+		return nil
+	}
+	pr := newProjector(f.cwdOf(info))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for e, err := range core.Events(ctx, info.ID, 0) {
+		if err != nil {
+			return err
+		}
+		for _, u := range pr.project(e, true) {
+			if err := f.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(info.ID), Update: u}); err != nil {
+				return err
+			}
+		}
+		if uint64(e.Seq) >= info.LastSeq {
+			return nil
+		}
+	}
+	return nil
+}

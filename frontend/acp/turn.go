@@ -1,0 +1,192 @@
+package acp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/sessions"
+)
+
+// turn is one running session/prompt.
+type turn struct {
+	ctx    context.Context
+	stop   context.CancelFunc
+	mu     sync.Mutex
+	asks   map[string]context.CancelFunc // pending permission requests, by approval
+	cancel func()
+	done   bool
+}
+
+func (f *front) newTurn() *turn {
+	ctx, stop := context.WithCancel(f.ctx)
+	t := &turn{ctx: ctx, stop: stop, asks: map[string]context.CancelFunc{}}
+	t.cancel = sync.OnceFunc(func() {
+		t.mu.Lock()
+		t.done = true
+		for _, c := range t.asks {
+			c()
+		}
+		t.mu.Unlock()
+	})
+	return t
+}
+
+func (t *turn) cancelled() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
+}
+
+// Prompt runs one turn: the prompt goes to the core, the turn's events
+// come back as session/update, and the answer is its stop reason. The
+// SDK cancels the request's context on session/cancel and on a second
+// prompt of the session; the turn follows the connection's instead, so
+// a refused second prompt leaves the first running.
+func (f *front) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
+	id := string(p.SessionId)
+	core, info, err := f.session(ctx, id, "", false)
+	if err != nil {
+		return acpsdk.PromptResponse{}, err
+	}
+	if info.State == sessions.StateEnded {
+		return acpsdk.PromptResponse{}, acpsdk.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("session %q has ended: session/load it first", id)})
+	}
+	text, err := promptText(p.Prompt)
+	if err != nil {
+		return acpsdk.PromptResponse{}, err
+	}
+	t := f.newTurn()
+	defer t.stop()
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return acpsdk.PromptResponse{}, acpsdk.NewInternalError(map[string]any{"error": "tether acp is stopping"})
+	}
+	if f.turns[id] != nil {
+		f.mu.Unlock()
+		return acpsdk.PromptResponse{}, acpsdk.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("a prompt is already running in session %q", id)})
+	}
+	f.turns[id] = t
+	f.wg.Add(1)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.turns, id)
+		f.mu.Unlock()
+		f.wg.Done()
+	}()
+	req := newRequestID()
+	if err := core.Prompt(t.ctx, id, agent.Prompt{Text: text, RequestID: req}); err != nil {
+		return acpsdk.PromptResponse{}, rpcError(err)
+	}
+	return f.follow(core, id, info, req, t)
+}
+
+// follow projects the turn's events until it completes.
+func (f *front) follow(core Core, id string, info sessions.Info, req string, t *turn) (acpsdk.PromptResponse, error) {
+	pr := newProjector(f.cwdOf(info))
+	var mine string
+	for e, err := range core.Events(t.ctx, id, info.LastSeq) {
+		if err != nil {
+			if t.cancelled() {
+				return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+			}
+			return acpsdk.PromptResponse{}, acpsdk.NewInternalError(map[string]any{"error": err.Error()})
+		}
+		switch {
+		case e.Kind == agent.KindTurnStarted && mine == "" && (e.Turn == nil || e.Turn.RequestID == "" || e.Turn.RequestID == req):
+			mine = e.TurnID
+			continue
+		case e.Kind == agent.KindSessionEnded:
+			if t.cancelled() {
+				return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+			}
+			return acpsdk.PromptResponse{}, acpsdk.NewInternalError(map[string]any{"error": "the session ended during the turn"})
+		case mine == "" || e.TurnID != mine:
+			continue
+		case e.Kind == agent.KindTurnCompleted:
+			return stopReason(e, t.cancelled())
+		case e.Kind == agent.KindApprovalRequested && e.Approval != nil:
+			f.ask(core, id, *e.Approval, pr.toolCall(e.Approval.ItemID), t)
+		case e.Kind == agent.KindApprovalResolved && e.Resolution != nil:
+			t.settled(e.Resolution.ApprovalID)
+		}
+		for _, u := range pr.project(e, false) {
+			if err := f.conn.SessionUpdate(t.ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(id), Update: u}); err != nil {
+				f.cfg.Logger.Warn("acp: session/update not sent", "session", id, "err", err)
+			}
+		}
+	}
+	return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+}
+
+// stopReason is the answer to a turn that completed.
+func stopReason(e agent.Event, cancelled bool) (acpsdk.PromptResponse, error) {
+	status := agent.TurnCompleted
+	if e.Turn != nil {
+		status = e.Turn.Status
+	}
+	switch {
+	case status == agent.TurnInterrupted || cancelled:
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+	case status != agent.TurnFailed:
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	msg := "the turn failed"
+	if e.Error != nil {
+		msg = e.Error.Message
+		if e.Error.Code == agent.ErrorTurnLimit {
+			return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonMaxTurnRequests}, nil
+		}
+	}
+	lower := strings.ToLower(msg)
+	switch {
+	case strings.Contains(lower, "max_tokens") || strings.Contains(lower, "max tokens") || strings.Contains(lower, "maximum tokens"):
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonMaxTokens}, nil
+	case strings.Contains(lower, "refus"):
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonRefusal}, nil
+	}
+	return acpsdk.PromptResponse{}, acpsdk.NewInternalError(map[string]any{"error": msg})
+}
+
+// promptText flattens the prompt's blocks into the text the agent takes:
+// text as it is, embedded text resources and resource links as context.
+func promptText(blocks []acpsdk.ContentBlock) (string, error) {
+	var b strings.Builder
+	add := func(s string) {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(s)
+	}
+	for _, c := range blocks {
+		switch {
+		case c.Text != nil:
+			add(c.Text.Text)
+		case c.ResourceLink != nil:
+			add(fmt.Sprintf("[%s](%s)", c.ResourceLink.Name, c.ResourceLink.Uri))
+		case c.Resource != nil && c.Resource.Resource.TextResourceContents != nil:
+			r := c.Resource.Resource.TextResourceContents
+			add(fmt.Sprintf("<resource uri=%q>\n%s\n</resource>", r.Uri, r.Text))
+		default:
+			return "", acpsdk.NewInvalidParams(map[string]any{"error": "the agent behind tether takes text, resource links and embedded text resources only"})
+		}
+	}
+	if b.Len() == 0 {
+		return "", acpsdk.NewInvalidParams(map[string]any{"error": "the prompt is empty"})
+	}
+	return b.String(), nil
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "acp-" + hex.EncodeToString(b[:])
+}
