@@ -220,11 +220,19 @@ func TestACPMockRunner(t *testing.T) {
 	id := testACPMock(t, c, cwd, true)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
+	// Another session in the cwd closes the idle one on the runner; a
+	// load starts it again there (the runner's resume), with its history.
+	if _, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("a second session/new: %v", err)
+	}
 	c.Reset()
 	if _, err := c.LoadSession(ctx, acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
-		t.Fatalf("session/load: %v", err)
+		t.Fatalf("session/load: %v\n%s", err, c.Stderr.String())
 	}
 	if got := text(c.Updates(), true); !strings.Contains(got, "hello") {
 		t.Fatalf("replayed user messages %q", got)
+	}
+	if r, err := prompt(ctx, c, id, "after the load"); err != nil || r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("a prompt after the load: %+v %v\n%s", r, err, c.Stderr.String())
 	}
 }

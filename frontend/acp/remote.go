@@ -17,9 +17,6 @@ func NewRemoteCore(c *client.Client) *RemoteCore { return &RemoteCore{client: c}
 
 var _ Core = (*RemoteCore)(nil)
 
-// ErrNoReopen: the sessions API reopens no ended session.
-var ErrNoReopen = errors.New("acp: the runner's sessions API does not reopen an ended session")
-
 // RemoteCore is a runner's sessions seen as the session core a front end
 // takes (the methods of sessions.Core that the API offers), for a front
 // end that runs on one machine while its agents run on a runner. The
@@ -51,9 +48,12 @@ func (c *RemoteCore) Create(ctx context.Context, req sessions.CreateRequest) (se
 	return info(s), coreError(err)
 }
 
-// Reopen is refused: a runner keeps its sessions while it runs.
-func (c *RemoteCore) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool) (sessions.Info, error) {
-	return sessions.Info{}, fmt.Errorf("%w: %s", ErrNoReopen, id)
+// Reopen starts an ended session of the runner again (POST
+// /v1/sessions/{id}/resume); the runner numbers on after its own log, so
+// lastSeq and relay, a protocol v1 client's, do not apply.
+func (c *RemoteCore) Reopen(ctx context.Context, id string, _ uint64, _ bool) (sessions.Info, error) {
+	s, err := c.client.Resume(ctx, id)
+	return info(s), coreError(err)
 }
 
 func (c *RemoteCore) Get(id string) (sessions.Info, error) {
