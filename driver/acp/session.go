@@ -157,7 +157,7 @@ func (s *session) EventBatches(ctx context.Context) iter.Seq2[[]agent.Event, err
 func (s *session) update(n acpsdk.SessionNotification) {
 	s.mu.Lock()
 	if string(n.SessionId) == s.native || s.native == "" {
-		s.out.Add(s.m.update(n.Update)...)
+		s.emit(s.m.update(n.Update))
 	}
 	s.mu.Unlock()
 	_ = s.out.WaitRoom(s.ctx)
@@ -206,7 +206,13 @@ func (s *session) runTurn(req acpsdk.PromptRequest) {
 
 // finishTurn ends the running turn; the caller holds the lock.
 func (s *session) finishTurn(status agent.TurnStatus, why *agent.Error, usage *agent.Usage, took time.Duration) {
-	events := s.m.endTurn(status, why, usage, took)
+	s.emit(s.m.endTurn(status, why, usage, took))
+	s.turnOn = false
+}
+
+// emit hands events over, keeping the changes of completed edits for
+// Diff; the caller holds the lock.
+func (s *session) emit(events []agent.Event) {
 	for _, e := range events {
 		if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemFileChange && e.Item.Status == agent.ItemDone {
 			for _, c := range e.Item.Changes {
@@ -215,7 +221,6 @@ func (s *session) finishTurn(status agent.TurnStatus, why *agent.Error, usage *a
 		}
 	}
 	s.out.Add(events...)
-	s.turnOn = false
 }
 
 // stopStatus is a stop reason as a turn's end.
@@ -301,7 +306,7 @@ func (s *session) requestPermission(ctx context.Context, req acpsdk.RequestPermi
 	a := approvalOf(ap.id, *it, req)
 	a.Agent, a.TurnID, a.Created = s.d.spec.Name, s.m.turn, s.now()
 	e.Approval = &a
-	s.out.Add(append(events, e)...)
+	s.emit(append(events, e))
 	s.mu.Unlock()
 	select {
 	case res := <-ap.answer:
