@@ -47,6 +47,9 @@ type Spec struct {
 	// FileSystem offers the agent fs/read_text_file and
 	// fs/write_text_file, answered inside the workspace.
 	FileSystem bool
+	// NoResume refuses to resume though the agent declares it can: the
+	// kind's session/load does not work (see the kind's package).
+	NoResume bool
 	// ModelArgs, when set, are the arguments that pick a model (a
 	// StartRequest.Model); without it a model is refused.
 	ModelArgs func(model string) []string
@@ -102,7 +105,7 @@ func New(cfg driver.Config, spec Spec) (*Driver, error) {
 		}
 	}
 	return &Driver{spec: spec, cfg: cfg, cli: cli, version: version,
-		caps: agent.Capabilities{Resume: true, Diff: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways}}}, nil
+		caps: agent.Capabilities{Resume: !spec.NoResume, Diff: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways}}}, nil
 }
 
 func lastWord(s string) string {
@@ -140,6 +143,8 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	switch {
 	case req.Fork:
 		return nil, &agent.UnsupportedError{Agent: d.spec.Name, Capability: "fork"}
+	case req.Resume != "" && d.spec.NoResume:
+		return nil, &agent.UnsupportedError{Agent: d.spec.Name, Capability: "resume"}
 	case req.Native:
 		return nil, &agent.UnsupportedError{Agent: d.spec.Name, Capability: "native"}
 	case req.Model != "" && d.spec.ModelArgs == nil:

@@ -32,9 +32,8 @@ func geminiDriver(t *testing.T, opts fakegemini.Options) (*acp.Driver, *fakegemi
 
 // The journey through the real Gemini CLI: a text reply, a shell command
 // allowed and one denied, a file written once allowed (and in the diff),
-// the messages, and an interrupted slow turn. (Resuming is not part of
-// it: Gemini CLI 0.61.0 answers session/load of its own saved session
-// "No previous sessions found for this project".)
+// the messages, and an interrupted slow turn. Resuming is refused as
+// unsupported (package gemini says why), and the capabilities say so.
 func TestRealCLIGeminiJourney(t *testing.T) {
 	d, _ := geminiDriver(t, fakegemini.Options{})
 	ws, home := t.TempDir(), t.TempDir()
@@ -126,6 +125,13 @@ func TestRealCLIGeminiJourney(t *testing.T) {
 	}
 	if len(texts) < 4 || texts[0] != "hello from gemini" {
 		t.Fatalf("messages %q", texts)
+	}
+
+	if d.Capabilities().Resume {
+		t.Errorf("gemini declares resume: %+v", d.Capabilities())
+	}
+	if _, err := d.Start(t.Context(), agent.StartRequest{Workspace: ws, Home: t.TempDir(), Resume: s.NativeID()}); !errors.Is(err, agent.ErrUnsupported) {
+		t.Errorf("resume: %v", err)
 	}
 
 	// interrupt

@@ -94,7 +94,7 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 	if err != nil {
 		return fmt.Errorf("%s: initialize: %w", name, err)
 	}
-	caps := capabilitiesOf(init.AgentCapabilities)
+	caps := capabilitiesOf(init.AgentCapabilities, s.d.spec)
 	s.d.learn(caps)
 	mcp := []acpsdk.McpServer{}
 	var id acpsdk.SessionId
@@ -131,9 +131,9 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 }
 
 // capabilitiesOf is what an initialize answer declares.
-func capabilitiesOf(c acpsdk.AgentCapabilities) agent.Capabilities {
+func capabilitiesOf(c acpsdk.AgentCapabilities, spec Spec) agent.Capabilities {
 	return agent.Capabilities{
-		Resume: c.LoadSession || c.SessionCapabilities.Resume != nil,
+		Resume: (c.LoadSession || c.SessionCapabilities.Resume != nil) && !spec.NoResume,
 		Diff:   true,
 		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways},
 	}

@@ -56,10 +56,14 @@ func Kind() driver.Kind {
 // file system: Gemini CLI 0.61.0 takes only an error object whose message
 // says ENOENT for a missing file, which a JSON-RPC error cannot be, so it
 // could not create a file through the client; its own file tools run in
-// the sandbox with it instead.
+// the sandbox with it instead. Resuming is refused: Gemini CLI 0.61.0
+// declares loadSession, but its session/load first starts the session
+// afresh under the same id, which overwrites the saved conversation, and
+// then finds nothing to load ("No previous sessions found for this
+// project").
 func Spec() acp.Spec {
 	return acp.Spec{
-		Name: Name, CLI: "gemini", Args: []string{"--acp"}, TestedVersion: TestedVersion,
+		Name: Name, CLI: "gemini", Args: []string{"--acp"}, TestedVersion: TestedVersion, NoResume: true,
 		Environ:   environ,
 		ModelArgs: func(model string) []string { return []string{"--model", model} },
 	}
