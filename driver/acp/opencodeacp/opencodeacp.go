@@ -29,7 +29,7 @@ func init() { driver.Register(Kind()) }
 func Kind() driver.Kind {
 	return driver.Kind{
 		Name: Name, Title: "OpenCode (ACP)", About: "OpenCode over ACP (opencode acp)",
-		Order: 11, CheckpointSDK: "openai",
+		Order: 50, CheckpointSDK: "openai",
 		CLI: "opencode", TestedVersion: TestedVersion,
 		EnvPrefixes: []string{"OPENAI_", "ANTHROPIC_", "OPENCODE_DISABLE_", "OPENCODE_EXPERIMENTAL", "OPENCODE_PURE",
 			"npm_config_", "NPM_CONFIG_"},
