@@ -45,9 +45,10 @@ func TestRealCLIRunGeminiLocally(t *testing.T) {
 	}
 }
 
-// A sandboxed `tether serve` runner offers gemini and runs its turn; the
-// agent gets a key proxy and a stand-in, and the model API still sees the
-// runner's real key.
+// A sandboxed `tether serve` runner offers gemini and runs its turns: a
+// text reply, a shell command allowed and one denied (`tether run --agent
+// gemini --runner`); the agent gets a key proxy and a stand-in, and the
+// model API still sees the runner's real key.
 func TestRealCLIServeGeminiSandboxed(t *testing.T) {
 	cli := fakegemini.RequireCLI(t)
 	fake, err := fakegemini.Start(fakegemini.Options{})
@@ -67,6 +68,25 @@ func TestRealCLIServeGeminiSandboxed(t *testing.T) {
 	}
 	if out := turnOf(t, p, "gemini", "SAY hello from a sandboxed gemini"); !strings.Contains(out, "hello from a sandboxed gemini") {
 		t.Fatalf("gemini's turn:\n%s\nrunner:\n%s", out, p.log())
+	}
+	for _, c := range []struct {
+		approve string
+		want    agent.ItemStatus
+	}{{"allow", agent.ItemDone}, {"deny", agent.ItemDeclined}} {
+		r := tether(t, t.TempDir(), "", cleanEnv(), "run", "--agent", "gemini", "--runner", "http://"+p.addr, "--runner-token", testToken,
+			"--workspace", "gemini-"+c.approve, "--json", "--approve="+c.approve, "USE_SHELL touch made-"+c.approve)
+		if r.stdout == "" {
+			t.Fatalf("--approve=%s: %d no events\n%s\nrunner:\n%s", c.approve, r.code, r.stderr, p.log())
+		}
+		var cmd *agent.Item
+		for _, e := range parseEvents(t, r.stdout) {
+			if e.Kind == agent.KindItemCompleted && e.Item.Type == agent.ItemCommand {
+				cmd = e.Item
+			}
+		}
+		if cmd == nil || cmd.Status != c.want || cmd.Command.Command != "touch made-"+c.approve {
+			t.Fatalf("--approve=%s: %d command %+v\n%s\nrunner:\n%s", c.approve, r.code, cmd, r.stderr, p.log())
+		}
 	}
 	reqs := fake.Requests()
 	if len(reqs) == 0 {
