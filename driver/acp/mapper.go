@@ -155,6 +155,9 @@ func (m *mapper) chunk(typ agent.ItemType, c acpsdk.ContentBlock) []agent.Event 
 // request made it first).
 func (m *mapper) toolCall(id, title string, kind acpsdk.ToolKind, status acpsdk.ToolCallStatus, content []acpsdk.ToolCallContent, input any) []agent.Event {
 	events := m.closeText()
+	if id == "" {
+		id = m.nextID("tool")
+	}
 	if _, ok := m.tools[id]; ok {
 		st := status
 		return append(events, m.toolUpdate(&acpsdk.SessionToolCallUpdate{ToolCallId: acpsdk.ToolCallId(id), Title: &title, Status: &st, Content: content})...)
@@ -183,6 +186,12 @@ func (m *mapper) toolCall(id, title string, kind acpsdk.ToolKind, status acpsdk.
 // toolUpdate applies a tool_call_update.
 func (m *mapper) toolUpdate(u *acpsdk.SessionToolCallUpdate) []agent.Event {
 	id := string(u.ToolCallId)
+	if id == "" {
+		// No id to match: an item of its own, which a later update
+		// cannot reach.
+		id = m.nextID("tool")
+		u.ToolCallId = acpsdk.ToolCallId(id)
+	}
 	it, ok := m.tools[id]
 	if !ok {
 		var kind acpsdk.ToolKind

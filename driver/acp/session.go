@@ -295,9 +295,10 @@ func (s *session) requestPermission(ctx context.Context, req acpsdk.RequestPermi
 		return cancelled(), nil
 	}
 	tc := req.ToolCall
-	events := s.m.toolUpdate(&acpsdk.SessionToolCallUpdate{ToolCallId: tc.ToolCallId, Kind: tc.Kind, Title: tc.Title,
-		Content: tc.Content, RawInput: tc.RawInput})
-	it := s.m.tools[string(tc.ToolCallId)]
+	u := &acpsdk.SessionToolCallUpdate{ToolCallId: tc.ToolCallId, Kind: tc.Kind, Title: tc.Title,
+		Content: tc.Content, RawInput: tc.RawInput}
+	events := s.m.toolUpdate(u) // names a call without an id
+	it := s.m.tools[string(u.ToolCallId)]
 	s.nApprovals++
 	ap := &approval{id: s.native + "-approval-" + strconv.Itoa(s.nApprovals), item: it.ID, options: req.Options,
 		answer: make(chan acpsdk.RequestPermissionResponse, 1)}
