@@ -28,6 +28,8 @@ type mapper struct {
 	// decline.
 	denied map[string]bool
 	plan   *agent.Item
+	// answer is the turn's last message: its final answer.
+	answer string
 	seq    int
 	// done are the session's completed items, for Messages.
 	done []agent.Item
@@ -92,10 +94,10 @@ func (m *mapper) endTurn(status agent.TurnStatus, why *agent.Error, usage *agent
 		events = append(events, m.complete(m.plan))
 	}
 	e := m.event(agent.KindTurnCompleted)
-	e.Turn = &agent.TurnInfo{Status: status, DurationMS: took.Milliseconds()}
+	e.Turn = &agent.TurnInfo{Status: status, Text: m.answer, DurationMS: took.Milliseconds()}
 	e.Error, e.Usage = why, usage
 	events = append(events, e)
-	m.turn, m.text, m.plan = "", nil, nil
+	m.turn, m.text, m.plan, m.answer = "", nil, nil, ""
 	m.tools, m.order, m.denied = map[string]*agent.Item{}, nil, map[string]bool{}
 	return events
 }
@@ -107,6 +109,9 @@ func (m *mapper) closeText() []agent.Event {
 	}
 	it := m.text
 	m.text = nil
+	if it.Type == agent.ItemMessage {
+		m.answer = it.Text
+	}
 	return []agent.Event{m.complete(it)}
 }
 

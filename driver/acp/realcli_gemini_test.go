@@ -51,7 +51,7 @@ func TestRealCLIGeminiJourney(t *testing.T) {
 	// text
 	prompt(t, s, "SAY hello from gemini")
 	evs := until(t, ch, turnDone)
-	if got := text(evs); got != "hello from gemini" || evs[len(evs)-1].Turn.Status != agent.TurnCompleted {
+	if got := text(evs); got != "hello from gemini" || evs[len(evs)-1].Turn.Status != agent.TurnCompleted || evs[len(evs)-1].Turn.Text != got {
 		t.Fatalf("text %q, events %s", got, kinds(evs))
 	}
 	if u := evs[len(evs)-1].Usage; u == nil || u.InputTokens == 0 {
