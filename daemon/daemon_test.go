@@ -147,7 +147,7 @@ func TestInvalidConfig(t *testing.T) {
 		"no data":      {Orchestrator: "ws://127.0.0.1:1"},
 		"no URL":       {DataDir: t.TempDir()},
 		"http URL":     {Orchestrator: "http://127.0.0.1:1", DataDir: t.TempDir(), DeviceKey: "k"},
-		"unknown kind": {Orchestrator: "ws://127.0.0.1:1", DataDir: t.TempDir(), Agents: server.Config{CLIs: map[string]string{"gemini": "/bin/true"}}},
+		"unknown kind": {Orchestrator: "ws://127.0.0.1:1", DataDir: t.TempDir(), Agents: server.Config{CLIs: map[string]string{"no-such-agent": "/bin/true"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := Run(ctxFor(t), cfg); !errors.Is(err, ErrInvalidConfig) {

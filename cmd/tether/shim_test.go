@@ -30,7 +30,7 @@ func TestShimRefuses(t *testing.T) {
 	}{
 		{[]string{"--mock", "--agent", "codex"}, nil, "contradict"},
 		{nil, []string{"AGENT_PORT=x"}, `AGENT_PORT "x" is not a port`},
-		{[]string{"--agent", "gemini"}, []string{"AGENT_PORT=0"}, `no agent "gemini"`},
+		{[]string{"--agent", "no-such-agent"}, []string{"AGENT_PORT=0"}, `no agent "no-such-agent"`},
 		{[]string{"--mock"}, []string{"AGENT_PORT=0", "AGENT_BOOTSTRAP={"}, "AGENT_BOOTSTRAP is not JSON"},
 		{[]string{"--mock", "--host", "0.0.0.0"}, []string{"AGENT_PORT=0", "TETHER_SHIM_TOKEN="},
 			"refusing to listen on 0.0.0.0 without a token: it is not a loopback address"},

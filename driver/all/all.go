@@ -4,6 +4,8 @@
 package all
 
 import (
+	_ "github.com/tetherhq/tether/driver/acp/gemini"
+	_ "github.com/tetherhq/tether/driver/acp/opencodeacp"
 	_ "github.com/tetherhq/tether/driver/claudecli"
 	_ "github.com/tetherhq/tether/driver/codex"
 	_ "github.com/tetherhq/tether/driver/mock"

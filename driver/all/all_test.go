@@ -88,7 +88,7 @@ func TestKindsAreComplete(t *testing.T) {
 			}
 			seen[name] = k.Name
 		}
-		if !slices.Contains([]string{"claude", "mock", "openai"}, k.CheckpointSDK) {
+		if !slices.Contains([]string{"claude", "gemini", "mock", "openai"}, k.CheckpointSDK) {
 			t.Errorf("%s: checkpoint tag %q is none of the shim's union", k.Name, k.CheckpointSDK)
 		}
 		if got, ok := driver.LookupMast(k.MastName()); !ok || got.Name != k.Name {

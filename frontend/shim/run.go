@@ -431,14 +431,15 @@ func (r *run) state(by string, at time.Time) SerializedAgentState {
 }
 
 // checkpointOf names what a resume continues. The backend's union has
-// tags for claude (sessionId) and mock (scriptPosition); for the others
+// tags for claude and gemini (sessionId) and mock (scriptPosition); for
+// the others
 // the agent's own session id travels as openai's runStateJson, with
 // sessionId beside it (see docs/shim.md).
 func (s *Server) checkpointOf(native string, turns int) SdkCheckpoint {
 	snapshot := map[string]any{"agent": s.cfg.Agent, "turns": turns}
-	switch cmp.Or(s.cfg.CheckpointSDK, s.cfg.Agent) {
-	case "claude":
-		return SdkCheckpoint{SDK: "claude", SessionID: native, StateSnapshot: snapshot}
+	switch sdk := cmp.Or(s.cfg.CheckpointSDK, s.cfg.Agent); sdk {
+	case "claude", "gemini":
+		return SdkCheckpoint{SDK: sdk, SessionID: native, StateSnapshot: snapshot}
 	case "mock":
 		return SdkCheckpoint{SDK: "mock", SessionID: native, ScriptPosition: &turns, StateSnapshot: snapshot}
 	}

@@ -39,7 +39,7 @@ type Config struct {
 	// from their own session store and need none).
 	ResumeOptions func(turns int) json.RawMessage
 	// CheckpointSDK is the tag of the checkpoint union the agent's resume
-	// state travels as: "claude" (its session id), "mock" (its script
+	// state travels as: "claude" or "gemini" (its session id), "mock" (its script
 	// position), else "openai" (runStateJson); empty means Agent.
 	CheckpointSDK string
 	// StateFile, when set, is where the shim keeps its runs' records

@@ -1,0 +1,150 @@
+package acp_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver"
+	"github.com/tetherhq/tether/driver/acp"
+	"github.com/tetherhq/tether/driver/acp/gemini"
+	"github.com/tetherhq/tether/internal/testing/fakegemini"
+)
+
+// geminiDriver is the gemini kind's driver against a fresh fake API.
+func geminiDriver(t *testing.T, opts fakegemini.Options) (*acp.Driver, *fakegemini.Server) {
+	t.Helper()
+	cli := fakegemini.RequireCLI(t)
+	fake, err := fakegemini.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	d, err := acp.New(driver.Config{CLIPath: cli, Env: fakegemini.Env(t.TempDir(), fake.URL())}, gemini.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, fake
+}
+
+// The journey through the real Gemini CLI: a text reply, a shell command
+// allowed and one denied, a file written once allowed (and in the diff),
+// the messages, and an interrupted slow turn. Resuming is refused as
+// unsupported (package gemini says why), and the capabilities say so.
+func TestRealCLIGeminiJourney(t *testing.T) {
+	d, _ := geminiDriver(t, fakegemini.Options{})
+	ws, home := t.TempDir(), t.TempDir()
+	s, err := d.Start(t.Context(), agent.StartRequest{Workspace: ws, Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ch := events(t, s)
+	first := until(t, ch, func(e agent.Event) bool { return e.Kind == agent.KindSessionStarted })
+	if info := first[0].Session; info.Agent != "gemini" || info.NativeID == "" || info.NativeID != s.NativeID() {
+		t.Fatalf("session.started %+v, native id %q", info, s.NativeID())
+	}
+
+	// text
+	prompt(t, s, "SAY hello from gemini")
+	evs := until(t, ch, turnDone)
+	if got := text(evs); got != "hello from gemini" || evs[len(evs)-1].Turn.Status != agent.TurnCompleted || evs[len(evs)-1].Turn.Text != got {
+		t.Fatalf("text %q, events %s", got, kinds(evs))
+	}
+	if u := evs[len(evs)-1].Usage; u == nil || u.InputTokens == 0 {
+		t.Errorf("turn usage %+v", u)
+	}
+
+	// approved shell command
+	prompt(t, s, "USE_SHELL touch made-by-gemini")
+	evs = until(t, ch, isApproval)
+	ap := evs[len(evs)-1].Approval
+	if ap.Tool != "shell" || !strings.Contains(ap.Title, "touch made-by-gemini") || ap.ItemID == "" {
+		t.Fatalf("approval %+v", ap)
+	}
+	resolve(t, s, ap.ID, agent.Allow)
+	evs = until(t, ch, turnDone)
+	cmds := completed(evs, agent.ItemCommand)
+	if len(cmds) != 1 || cmds[0].Status != agent.ItemDone || cmds[0].ID != ap.ItemID {
+		t.Fatalf("allowed command items %+v; %s", cmds, kinds(evs))
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made-by-gemini")); err != nil {
+		t.Fatalf("the allowed command did not run: %v", err)
+	}
+	if err := s.Resolve(t.Context(), agent.Resolution{ApprovalID: ap.ID, Decision: agent.Deny}); !errors.Is(err, agent.ErrAlreadyResolved) {
+		t.Errorf("second resolution: %v", err)
+	}
+
+	// denied shell command
+	prompt(t, s, "USE_SHELL touch refused")
+	evs = until(t, ch, isApproval)
+	resolve(t, s, evs[len(evs)-1].Approval.ID, agent.Deny)
+	evs = until(t, ch, turnDone)
+	cmds = completed(evs, agent.ItemCommand)
+	if len(cmds) != 1 || cmds[0].Status != agent.ItemDeclined {
+		t.Fatalf("denied command items %+v; %s", cmds, kinds(evs))
+	}
+	if _, err := os.Stat(filepath.Join(ws, "refused")); err == nil {
+		t.Fatal("the denied command ran")
+	}
+
+	// approved file write, with its diff
+	prompt(t, s, "USE_WRITE note.txt written by gemini")
+	evs = until(t, ch, isApproval)
+	ap = evs[len(evs)-1].Approval
+	if ap.Tool != "edit" || !strings.Contains(ap.Title, "note.txt") {
+		t.Fatalf("write approval %+v", ap)
+	}
+	resolve(t, s, ap.ID, agent.Allow)
+	evs = until(t, ch, turnDone)
+	edits := completed(evs, agent.ItemFileChange)
+	if len(edits) != 1 || edits[0].Status != agent.ItemDone || len(edits[0].Changes) != 1 {
+		t.Fatalf("file change items %+v; %s", edits, kinds(evs))
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "note.txt")); err != nil || string(b) != "written by gemini\n" {
+		t.Fatalf("note.txt %q %v", b, err)
+	}
+	diff, err := s.Diff(t.Context())
+	if err != nil || len(diff) != 1 || diff[0].Kind != agent.ChangeAdd || !strings.Contains(diff[0].Diff, "+written by gemini") {
+		t.Fatalf("diff %+v %v", diff, err)
+	}
+
+	// messages
+	msgs, err := s.Messages(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, it := range msgs {
+		if it.Type == agent.ItemMessage {
+			texts = append(texts, it.Text)
+		}
+	}
+	if len(texts) < 4 || texts[0] != "hello from gemini" {
+		t.Fatalf("messages %q", texts)
+	}
+
+	if d.Capabilities().Resume {
+		t.Errorf("gemini declares resume: %+v", d.Capabilities())
+	}
+	if _, err := d.Start(t.Context(), agent.StartRequest{Workspace: ws, Home: t.TempDir(), Resume: s.NativeID()}); !errors.Is(err, agent.ErrUnsupported) {
+		t.Errorf("resume: %v", err)
+	}
+
+	// interrupt
+	prompt(t, s, "SLOW")
+	until(t, ch, func(e agent.Event) bool { return e.Kind == agent.KindItemDelta })
+	if err := s.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	evs = until(t, ch, turnDone)
+	if st := evs[len(evs)-1].Turn.Status; st != agent.TurnInterrupted {
+		t.Fatalf("interrupted turn ended %q", st)
+	}
+	if err := s.Interrupt(t.Context()); !errors.Is(err, agent.ErrNoTurn) {
+		t.Errorf("interrupt between turns: %v", err)
+	}
+}
