@@ -29,9 +29,10 @@ func startACP(t *testing.T, env []string, args ...string) *acpclient.Client {
 	if err != nil {
 		t.Fatalf("initialize: %v\n%s", err, c.Stderr.String())
 	}
-	if init.ProtocolVersion != acp.ProtocolVersionNumber || !init.AgentCapabilities.LoadSession {
+	if init.ProtocolVersion != acp.ProtocolVersionNumber {
 		t.Fatalf("initialize: %+v", init)
 	}
+	c.CanLoad = init.AgentCapabilities.LoadSession
 	return c
 }
 

@@ -29,7 +29,7 @@ func (f *front) Initialize(ctx context.Context, p acpsdk.InitializeRequest) (acp
 	return acpsdk.InitializeResponse{
 		ProtocolVersion: acpsdk.ProtocolVersion(acpsdk.ProtocolVersionNumber),
 		AgentCapabilities: acpsdk.AgentCapabilities{
-			LoadSession:         true,
+			LoadSession:         caps.Resume, // a load of an ended session resumes its agent
 			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true},
 			SessionCapabilities: sc,
 		},
@@ -205,6 +205,9 @@ func (f *front) CloseSession(ctx context.Context, p acpsdk.CloseSessionRequest) 
 	if err != nil {
 		return acpsdk.CloseSessionResponse{}, err
 	}
+	// A prompt in flight ends cancelled, as after session/cancel, not
+	// with whatever the session's end makes of its turn.
+	_ = f.Cancel(ctx, acpsdk.CancelNotification{SessionId: p.SessionId})
 	if err := core.Close(ctx, string(p.SessionId)); err != nil && !errors.Is(err, sessions.ErrEnded) {
 		return acpsdk.CloseSessionResponse{}, rpcError(err)
 	}

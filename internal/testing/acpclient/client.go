@@ -24,6 +24,9 @@ type Client struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	Stderr *syncBuffer
+	// CanLoad is whether the agent declared loadSession (set by whoever
+	// shook hands).
+	CanLoad bool
 
 	mu      sync.Mutex
 	updates []acp.SessionNotification
