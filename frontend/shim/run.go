@@ -210,6 +210,9 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 	}
 	r.decide(seq, len(m.events), change)
 	r.after(e)
+	if e.Kind == agent.KindTurnCompleted {
+		r.s.flushAfterTurn(ctx, r)
+	}
 	if r.folded++; r.folded == checkpointEvery {
 		r.folded = 0
 		r.s.runs.checkpoint(r.entry, seq, r.mapper.state())
@@ -287,6 +290,14 @@ func (r *run) after(e agent.Event) {
 			}
 		}
 	}
+}
+
+// idle says whether r's last turn completed, nothing followed it, and the
+// run goes on: an update may start a turn of its own.
+func (r *run) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.turnDone && r.stopping == "" && !r.ended
 }
 
 func closedChan() chan struct{} {

@@ -28,8 +28,9 @@ func (s *Server) deliver(ctx context.Context, text string) string {
 	r := s.current()
 	if r != nil {
 		r.mu.Lock()
-		inTurn, idle := r.inTurn && r.stopping == "" && !r.ended, r.turnDone && r.stopping == "" && !r.ended
+		inTurn := r.inTurn && r.stopping == "" && !r.ended
 		r.mu.Unlock()
+		idle := r.idle()
 		switch {
 		case inTurn:
 			if err := s.cfg.Sessions.Steer(ctx, r.sessionID, agent.Prompt{Text: text}); err == nil {
@@ -47,9 +48,23 @@ func (s *Server) deliver(ctx context.Context, text string) string {
 	s.qmu.Lock()
 	s.queued = append(s.queued, text)
 	s.qmu.Unlock()
-	// The turn may have ended meanwhile; its pump took the queue then, or
-	// will at the next boundary.
+	// The turn may have ended meanwhile: its pump took the queue then, or
+	// takes it once its completion is out (see flushAfterTurn); and if
+	// that is past, the queue goes now, as a turn of its own.
+	if r != nil && r.idle() && s.followUp(ctx, r) {
+		r.setStatus(StatusRunning)
+		return deliveredTurn
+	}
 	return deliveredQueued
+}
+
+// flushAfterTurn sends what was queued while r's completion was going
+// out, as a turn of its own: the boundary where the pump takes the queue
+// had passed, and no later one may come.
+func (s *Server) flushAfterTurn(ctx context.Context, r *run) {
+	if r.idle() && s.followUp(ctx, r) {
+		r.setStatus(StatusRunning)
+	}
 }
 
 // takeQueued empties the queue.
