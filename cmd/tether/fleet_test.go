@@ -401,6 +401,34 @@ func TestFleetRunnerKilledMidTurn(t *testing.T) {
 		}
 	}
 	resumeOnSurvivor(t, a, c, doomed.ID, uint64(end.Seq))
+
+	// The killed runner comes back with the session ended in its own log:
+	// it stays the survivor's, through any runner, the one back included.
+	startRunners(t, fl[1:2])
+	waitRunners(t, a, "r0", "r1", "r2")
+	ctx, cancel := context.WithTimeout(ctx, waitLimit)
+	defer cancel()
+	back := fl[1].api()
+	if got, err := back.Get(ctx, doomed.ID); err != nil || got.Runner != "r2" || got.State == "ended" {
+		t.Fatalf("the session through the runner that came back: %+v %v", got, err)
+	}
+	for _, via := range []*client.Client{back, a} {
+		got, err := via.Get(ctx, doomed.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := via.Prompt(ctx, doomed.ID, "hello"); err != nil {
+			t.Fatalf("a prompt after the lost runner came back: %v", err)
+		}
+		for e, err := range via.Events(ctx, doomed.ID, got.LastSeq, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Kind == agent.KindTurnCompleted {
+				break
+			}
+		}
+	}
 }
 
 // resumeOnSurvivor takes a lost runner's session over on runner c (the

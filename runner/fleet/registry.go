@@ -301,6 +301,9 @@ func (c *Core) putSession(ctx context.Context, id string) error {
 	if prev, ok := c.reg.session(id); ok && prev.Cause != "" {
 		return nil // the fleet ended it: this runner was taken for lost
 	}
+	if c.ceded(id) {
+		return nil // and another runner took it over since
+	}
 	_, err = c.f.sessions.Put(ctx, token(id), data)
 	if err == nil && info.State == sessions.StateEnded {
 		c.f.pub.forget(id)

@@ -256,6 +256,29 @@ func (c *Core) own(id string) {
 	c.subs[id] = sub
 }
 
+// disown stops taking session id's commands: another runner took it over.
+func (c *Core) disown(id string) {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	if sub, ok := c.subs[id]; ok {
+		_ = sub.Unsubscribe()
+		delete(c.subs, id)
+	}
+}
+
+// ceded says whether another runner took session id over from this one
+// (after this runner was taken for lost): its commands are that runner's
+// to answer, and its registry entry that runner's to write. Only a
+// session that has ended here can be: this runner's view of the registry
+// may lag behind its own take-over of a session, never the other way.
+func (c *Core) ceded(id string) bool {
+	if info, err := c.local.Get(id); err != nil || info.State != sessions.StateEnded {
+		return false
+	}
+	s, ok := c.reg.session(id)
+	return ok && s.Runner != "" && s.Runner != c.f.cfg.Name && s.Cause == ""
+}
+
 // cmdRoom is how many commands for the runner's sessions may wait for the
 // dispatcher; past it NATS drops them, and their callers send them again.
 const cmdRoom = 1024
@@ -285,6 +308,10 @@ func (c *Core) command(ctx context.Context) nats.MsgHandler {
 				data, _ := json.Marshal(reply{Error: &wireError{Code: "invalid_request",
 					Message: fmt.Sprintf("fleet: a request that does not decode, or has no id: %v", err)}})
 				_ = m.Respond(data)
+				return
+			}
+			if req.Session != "" && c.ceded(req.Session) {
+				c.disown(req.Session) // its new runner answers
 				return
 			}
 			ans, first := c.answers.get(req.ID, time.Now())
