@@ -35,6 +35,7 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 	if !mine && s.Cause != agent.ReasonRunnerLost {
 		// Asked before the fleet ended it: end it now (once for the
 		// fleet, whoever writes it), and go on from the registry's entry.
+		lostRunner := s.Runner
 		if err := c.endLost(ctx, s); err != nil {
 			return sessions.Info{}, err
 		}
@@ -42,7 +43,13 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 		if s, err = c.entryOf(ctx, id); err != nil {
 			return sessions.Info{}, err
 		}
-		if s.Cause != agent.ReasonRunnerLost {
+		switch {
+		case s.Cause == agent.ReasonRunnerLost:
+		case s.Runner == lostRunner:
+			// The end is in the stream; the runner that wrote it has yet
+			// to mark the registry.
+			return sessions.Info{}, fmt.Errorf("%w: %s", errEndPending, id)
+		default:
 			return sessions.Info{}, fmt.Errorf("%w: %s: another runner is taking it over", sessions.ErrLive, id)
 		}
 	}
@@ -98,13 +105,17 @@ func (c *Core) adoptRetrying(ctx context.Context, s sessionRev) (sessions.Info, 
 	}
 }
 
+// errEndPending: a lost session's end is written, and its registry
+// entry not yet.
+var errEndPending = errors.New("fleet: the lost session's end is not in the registry yet")
+
 // adoptTimeout bounds a take-over's wait for the stream's leaders.
 const adoptTimeout = 30 * time.Second
 
 // unanswered says whether err is NATS not answering in time (no leader
 // yet, no responders), which a later try may not meet.
 func unanswered(err error) bool {
-	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrTimeout) ||
+	return errors.Is(err, errEndPending) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, jetstream.ErrNoHeartbeat)
 }
