@@ -15,7 +15,9 @@ const (
 	ApprovalQuestion ApprovalKind = "question" // which option does the user choose?
 )
 
-// Scope is how far an allow reaches.
+// Scope is how far an allow reaches. A deny may take ScopeSession too: the
+// session core then denies every later call of the same tool in the
+// session without asking (a rule it keeps, whatever the agent).
 type Scope string
 
 const (
@@ -71,6 +73,7 @@ const (
 	CauseTurnEnded   Cause = "turn_ended"  // the turn or session ended first
 	CauseAgent       Cause = "agent"       // the agent withdrew or settled it itself
 	CauseRunnerLost  Cause = "runner_lost" // the session's runner left the fleet without a word
+	CauseRule        Cause = "rule"        // a deny for the session, given earlier, answered it
 )
 
 // Resolution answers an approval. The first resolution of an approval

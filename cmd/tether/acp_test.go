@@ -163,6 +163,27 @@ func testACPMock(t *testing.T, c *acpclient.Client, cwd string, remote bool) acp
 	if r, err := prompt(ctx, c, s.SessionId, "and on"); err != nil || r.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("after the cancel: %+v %v", r, err)
 	}
+	// Reject always: the call fails, and the tool's next call in the
+	// session is denied without asking the editor.
+	for i, answer := range []acp.PermissionOptionKind{acp.PermissionOptionKindRejectAlways, ""} {
+		c.Reset()
+		c.Answer(answer)
+		if r, err := prompt(ctx, c, s.SessionId, "REQUEST_APPROVAL please"); err != nil || r.StopReason != acp.StopReasonEndTurn {
+			t.Fatalf("reject always, turn %d: %+v %v", i, r, err)
+		}
+		if asked := c.Asked(); len(asked) != 1-i {
+			t.Fatalf("reject always, turn %d: %d permission requests", i, len(asked))
+		}
+		var call acp.ToolCallId
+		for _, n := range c.Updates() {
+			if n.Update.ToolCall != nil {
+				call = n.Update.ToolCall.ToolCallId
+			}
+		}
+		if st, ok := toolStatus(c.Updates(), "", call); !ok || st != acp.ToolCallStatusFailed {
+			t.Fatalf("reject always, turn %d: the tool call ended %q (found %v)", i, st, ok)
+		}
+	}
 	if _, err := prompt(ctx, c, "ses_nosuch", "hello"); !isCode(err, -32602) {
 		t.Fatalf("a prompt to an unknown session: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"iter"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/sessions"
 )
 
@@ -21,6 +22,9 @@ type Core interface {
 	Interrupt(ctx context.Context, id string) error
 	Events(ctx context.Context, id string, after uint64) iter.Seq2[agent.Event, error]
 	Resolve(ctx context.Context, sessionID string, r agent.Resolution) (agent.Resolution, error)
+	// Approvals are the pending ones: an approval a rule of its session
+	// answered as it came is not put to the editor.
+	Approvals() ([]approvals.Record, error)
 }
 
 var _ Core = sessions.Core(nil)

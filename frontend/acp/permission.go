@@ -3,11 +3,13 @@ package acp
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/runner/approvals"
 )
 
 // Option ids of a permission request.
@@ -15,13 +17,15 @@ const (
 	optAllowOnce   = "allow_once"
 	optAllowAlways = "allow_always"
 	optRejectOnce  = "reject_once"
+	optRejectAll   = "reject_always"
 	optAnswer      = "answer:"
 )
 
-// permissionOptions are an approval's answers as ACP options: allow once
-// and reject once always; allow always where the agent takes a scope
-// beyond the call (always, else the session's); a question's options,
-// one each, when it takes one answer.
+// permissionOptions are an approval's answers as ACP options: allow once,
+// reject once, and reject always (the core denies the tool's later calls
+// in the session); allow always where the agent takes a scope beyond the
+// call (always, else the session's); a question's options, one each, when
+// it takes one answer.
 func permissionOptions(a agent.Approval) ([]acpsdk.PermissionOption, map[string]agent.Resolution) {
 	var opts []acpsdk.PermissionOption
 	answers := map[string]agent.Resolution{}
@@ -49,6 +53,8 @@ func permissionOptions(a agent.Approval) ([]acpsdk.PermissionOption, map[string]
 		}
 	}
 	add(optRejectOnce, "Reject", acpsdk.PermissionOptionKindRejectOnce, agent.Resolution{Decision: agent.Deny, Reason: "rejected in the editor"})
+	add(optRejectAll, "Reject for this session", acpsdk.PermissionOptionKindRejectAlways,
+		agent.Resolution{Decision: agent.Deny, Scope: agent.ScopeSession, Reason: "rejected in the editor for the rest of the session"})
 	return opts, answers
 }
 
@@ -85,6 +91,9 @@ func (f *front) ask(core Core, sessionID string, a agent.Approval, tc acpsdk.Too
 	go func() {
 		defer f.wg.Done()
 		defer t.settled(a.ID)
+		if !stillPending(ctx, core, a.ID) {
+			return // a rule of the session answered it: nobody is asked
+		}
 		resp, err := f.conn.RequestPermission(ctx, acpsdk.RequestPermissionRequest{SessionId: acpsdk.SessionId(sessionID), ToolCall: tc, Options: opts})
 		if err != nil || ctx.Err() != nil {
 			return // withdrawn: the turn was cancelled or the approval settled
@@ -107,6 +116,19 @@ func (f *front) ask(core Core, sessionID string, a agent.Approval, tc acpsdk.Too
 			f.cfg.Logger.Warn("acp: approval not resolved", "approval", a.ID, "err", strings.TrimSpace(err.Error()))
 		}
 	}()
+}
+
+// stillPending says whether approval id waits for an answer; when the
+// core cannot say, it does.
+func stillPending(ctx context.Context, core Core, id string) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	pending, err := core.Approvals()
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(pending, func(r approvals.Record) bool { return r.Approval.ID == id })
 }
 
 // settled withdraws the permission request of an approval that is

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/sessions"
 )
 
@@ -94,6 +95,21 @@ func (c *RemoteCore) Resolve(ctx context.Context, sessionID string, r agent.Reso
 	won, err := c.client.Resolve(ctx, sessionID, r.ApprovalID, client.Answer{Decision: r.Decision, Scope: r.Scope,
 		Reason: r.Reason, Answers: r.Answers, Input: r.Input})
 	return won, coreError(err)
+}
+
+// Approvals are the runner's pending approvals.
+func (c *RemoteCore) Approvals() ([]approvals.Record, error) {
+	ctx, cancel := c.bounded()
+	defer cancel()
+	pending, err := c.client.Approvals(ctx)
+	if err != nil {
+		return nil, coreError(err)
+	}
+	out := make([]approvals.Record, len(pending))
+	for i, a := range pending {
+		out[i] = approvals.Record{Approval: a}
+	}
+	return out, nil
 }
 
 func info(s client.Session) sessions.Info {

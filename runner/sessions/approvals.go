@@ -17,7 +17,7 @@ func (m *Manager) Approvals() ([]approvals.Record, error) { return m.cfg.Approva
 // the winner is then handed to the agent. A later answer gets
 // *agent.AlreadyResolvedError with the first.
 func (m *Manager) Resolve(ctx context.Context, sessionID string, r agent.Resolution) (agent.Resolution, error) {
-	if err := m.checkScope(sessionID, r.Scope); err != nil {
+	if err := m.checkScope(sessionID, r); err != nil {
 		return agent.Resolution{}, err
 	}
 	if err := m.checkInput(sessionID, r); err != nil {
@@ -31,7 +31,7 @@ func (m *Manager) Resolve(ctx context.Context, sessionID string, r agent.Resolut
 	if err != nil {
 		return won, nil // the session is gone; the decision is recorded
 	}
-	if err := s.agent.Resolve(ctx, won); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) && !errors.Is(err, agent.ErrSessionEnded) {
+	if err := s.agent.Resolve(ctx, m.takeDenyRule(sessionID, won)); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) && !errors.Is(err, agent.ErrSessionEnded) {
 		return won, err
 	}
 	return won, nil
@@ -73,9 +73,18 @@ func (m *Manager) checkInput(sessionID string, r agent.Resolution) error {
 }
 
 // checkScope refuses an allow's scope the session's agent does not have,
-// before anything is decided: the approval stays open for a good answer.
-func (m *Manager) checkScope(sessionID string, scope agent.Scope) error {
+// and a deny's beyond the session (the core keeps a session's rules, no
+// agent's), before anything is decided: the approval stays open for a
+// good answer.
+func (m *Manager) checkScope(sessionID string, r agent.Resolution) error {
+	scope := r.Scope
 	if scope == "" || scope == agent.ScopeOnce {
+		return nil
+	}
+	if r.Decision == agent.Deny {
+		if scope != agent.ScopeSession {
+			return &agent.UnsupportedError{Agent: "tether", Capability: "deny with scope " + string(scope)}
+		}
 		return nil
 	}
 	s, err := m.get(sessionID)

@@ -145,6 +145,9 @@ type record struct {
 	// the session (one created to resume it), which its driver reports
 	// and the log does not hold; the log holds everything after.
 	PastItems int `json:"past_items,omitempty"`
+	// DenyTools are the tools a client denied for the rest of the
+	// session (rules.go).
+	DenyTools []string `json:"deny_tools,omitempty"`
 }
 
 // Manager runs canonical sessions. Its methods are safe for concurrent

@@ -49,6 +49,11 @@ type session struct {
 	// requests are the RequestIDs of the prompts whose turn has not
 	// started (requests.go).
 	requests promptRequests
+
+	// ruled are the answers rules gave to approvals of the batch the pump
+	// logs, handed to the agent once it is logged (rules.go). The pump's
+	// own.
+	ruled []agent.Resolution
 }
 
 func newSession(m *Manager, rec record, a agent.Session, ws *workspace.Workspace, prep *preparation) *session {
@@ -138,6 +143,7 @@ func (s *session) relay(ctx context.Context) (end agent.Event) {
 		if err := s.appendBatch(ctx, batch[:n]); err != nil {
 			s.m.log.Error("session events not logged", "session", s.rec.ID, "agent", s.rec.Agent, "events", n, "err", err)
 		}
+		s.handOverRuled()
 		if n < len(batch) {
 			e := batch[n]
 			if e.Session == nil {
@@ -237,6 +243,12 @@ func (s *session) track(ctx context.Context, e *agent.Event) {
 		e.Approval = &a
 		if err := s.m.cfg.Approvals.Add(a); err != nil {
 			s.m.log.Error("approval not recorded", "session", s.rec.ID, "agent", s.rec.Agent, "approval", a.ID, "err", err)
+			break
+		}
+		if r, ok := s.ruleDenies(a); ok {
+			if won, err := s.m.cfg.Approvals.Resolve(s.rec.ID, r); err == nil {
+				s.ruled = append(s.ruled, won)
+			}
 		}
 	case agent.KindApprovalResolved:
 		// The agent settled it (an interrupt, say): the store learns it,
