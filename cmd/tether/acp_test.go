@@ -163,6 +163,9 @@ func testACPMock(t *testing.T, c *acpclient.Client, cwd string, remote bool) acp
 	if r, err := prompt(ctx, c, s.SessionId, "and on"); err != nil || r.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("after the cancel: %+v %v", r, err)
 	}
+	if r, err := prompt(ctx, c, s.SessionId, "and on"); err != nil || r.Usage == nil || r.Usage.OutputTokens == 0 || r.Usage.TotalTokens < r.Usage.InputTokens+r.Usage.OutputTokens {
+		t.Fatalf("a turn's usage: %+v %v", r.Usage, err)
+	}
 	// Reject always: the call fails, and the tool's next call in the
 	// session is denied without asking the editor.
 	for i, answer := range []acp.PermissionOptionKind{acp.PermissionOptionKindRejectAlways, ""} {

@@ -112,7 +112,9 @@ func (f *front) follow(core Core, id string, info sessions.Info, req string, t *
 		case mine == "" || e.TurnID != mine:
 			continue
 		case e.Kind == agent.KindTurnCompleted:
-			return stopReason(e, t.cancelled())
+			resp, err := stopReason(e, t.cancelled())
+			resp.Usage = usage(e.Usage)
+			return resp, err
 		case e.Kind == agent.KindApprovalRequested && e.Approval != nil:
 			f.ask(core, id, *e.Approval, pr.toolCall(e.Approval.ItemID), t)
 		case e.Kind == agent.KindApprovalResolved && e.Resolution != nil:
@@ -125,6 +127,25 @@ func (f *front) follow(core Core, id string, info sessions.Info, req string, t *
 		}
 	}
 	return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+}
+
+// usage is a turn's token counts as ACP has them (nil when the agent
+// reported none).
+func usage(u *agent.Usage) *acpsdk.Usage {
+	if u == nil {
+		return nil
+	}
+	out := &acpsdk.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens),
+		TotalTokens: int(u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.ReasoningTokens)}
+	for _, f := range []struct {
+		n   int64
+		dst **int
+	}{{u.CacheReadTokens, &out.CachedReadTokens}, {u.CacheWriteTokens, &out.CachedWriteTokens}, {u.ReasoningTokens, &out.ThoughtTokens}} {
+		if f.n > 0 {
+			*f.dst = acpsdk.Ptr(int(f.n))
+		}
+	}
+	return out
 }
 
 // stopReason is the answer to a turn that completed.
