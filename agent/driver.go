@@ -24,6 +24,13 @@ type Capabilities struct {
 	Scopes []Scope `json:"scopes,omitempty"`
 	// EditInput: an allow may change the call's input (Resolution.Input).
 	EditInput bool `json:"edit_input,omitempty"`
+	// Modes are the ways of working a session may be set to (the first
+	// is the one it starts in); none means the agent has one.
+	Modes []Mode `json:"modes,omitempty"`
+	// SetModel: a running session's model may be changed; Models names
+	// models to offer (the agent's provider may serve others).
+	SetModel bool     `json:"set_model,omitempty"`
+	Models   []string `json:"models,omitempty"`
 }
 
 // Driver starts sessions of one agent kind.
@@ -47,6 +54,8 @@ type StartRequest struct {
 	Resume string
 	Fork   bool
 	Model  string
+	// Mode is one of Capabilities.Modes to start in; empty is the first.
+	Mode string
 	// Options are agent-specific settings, checked by the driver.
 	Options json.RawMessage
 	// NativeID, for a new conversation, is the id to give it where the

@@ -23,6 +23,8 @@ var (
 	// ErrInvalidOptions: a StartRequest the driver refuses (options its
 	// policy does not allow, a fork with nothing to fork).
 	ErrInvalidOptions = errors.New("agent: invalid start options")
+	// ErrInvalidSettings matches an *InvalidSettingsError.
+	ErrInvalidSettings = errors.New("agent: invalid settings")
 	// ErrBadAnswer matches a *BadAnswerError.
 	ErrBadAnswer = errors.New("agent: the answer does not fit the question")
 	// ErrHistoryElsewhere matches a *HistoryElsewhereError.

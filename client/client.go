@@ -48,6 +48,10 @@ type Session struct {
 	TurnID      string    `json:"turn_id,omitempty"` // the running turn's
 	// Runner is the fleet runner the session lives on.
 	Runner string `json:"runner,omitempty"`
+	// Model and Mode are what the session was started with or last set
+	// to (Configure); empty is the agent's default.
+	Model string `json:"model,omitempty"`
+	Mode  string `json:"mode,omitempty"`
 }
 
 // Runner is one runner of a fleet (GET /v1/runners).
@@ -67,9 +71,11 @@ type CreateRequest struct {
 	Agent       string `json:"agent"`
 	WorkspaceID string `json:"workspace_id"`
 	Model       string `json:"model,omitempty"`
-	Resume      string `json:"resume,omitempty"`
-	Fork        bool   `json:"fork,omitempty"`
-	Prompt      string `json:"prompt,omitempty"`
+	// Mode is one of the agent's modes to start in.
+	Mode   string `json:"mode,omitempty"`
+	Resume string `json:"resume,omitempty"`
+	Fork   bool   `json:"fork,omitempty"`
+	Prompt string `json:"prompt,omitempty"`
 	// Runner, in a fleet, names the runner to start the session on.
 	Runner string `json:"runner,omitempty"`
 }
@@ -110,6 +116,8 @@ func (e *Error) Is(target error) bool {
 		return target == agent.ErrSessionEnded
 	case "unsupported":
 		return target == agent.ErrUnsupported
+	case "invalid_settings":
+		return target == agent.ErrInvalidSettings
 	case "session_not_found":
 		return target == ErrNotFound
 	case "unauthorized":
@@ -239,6 +247,12 @@ func (c *Client) Get(ctx context.Context, id string) (Session, error) {
 // Prompt starts a turn.
 func (c *Client) Prompt(ctx context.Context, id, text string) error {
 	return c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/prompt", agent.Prompt{Text: text}, nil)
+}
+
+// Configure changes a running session's mode or model.
+func (c *Client) Configure(ctx context.Context, id string, set agent.Settings) (Session, error) {
+	var out Session
+	return out, c.do(ctx, "PATCH", "/v1/sessions/"+url.PathEscape(id), set, &out)
 }
 
 // Interrupt stops the running turn.

@@ -187,10 +187,46 @@ func testACPMock(t *testing.T, c *acpclient.Client, cwd string, remote bool) acp
 			t.Fatalf("reject always, turn %d: the tool call ended %q (found %v)", i, st, ok)
 		}
 	}
+	testACPModes(ctx, t, c, s)
 	if _, err := prompt(ctx, c, "ses_nosuch", "hello"); !isCode(err, -32602) {
 		t.Fatalf("a prompt to an unknown session: %v", err)
 	}
 	return s.SessionId
+}
+
+// testACPModes switches a session's mode and model as an editor does:
+// the session offers the mock's modes and models, a turn in plan mode
+// calls no tool, a model set is the one the agent then names, and an
+// unknown mode or model is refused while the session goes on.
+func testACPModes(ctx context.Context, t *testing.T, c *acpclient.Client, s acp.NewSessionResponse) {
+	t.Helper()
+	if s.Modes == nil || s.Modes.CurrentModeId != "default" || len(s.Modes.AvailableModes) != 2 || s.Modes.AvailableModes[1].Id != "plan" {
+		t.Fatalf("modes %+v", s.Modes)
+	}
+	if s.Models == nil || s.Models.CurrentModelId != "default" || len(s.Models.AvailableModels) < 2 {
+		t.Fatalf("models %+v", s.Models)
+	}
+	if _, err := c.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "yolo"}); !isCode(err, -32602) {
+		t.Fatalf("an unknown mode: %v", err)
+	}
+	if _, err := c.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: s.SessionId, ModelId: "mock-2"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Reset()
+	c.Answer(acp.PermissionOptionKindAllowOnce)
+	if r, err := prompt(ctx, c, s.SessionId, "REQUEST_APPROVAL in plan mode"); err != nil || r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("plan mode: %+v %v", r, err)
+	}
+	reply := text(c.Updates(), false)
+	if len(c.Asked()) != 0 || !strings.Contains(reply, "Plan mode") || !strings.Contains(reply, "Model: mock-2.") {
+		t.Fatalf("plan mode asked %d times and replied %q", len(c.Asked()), reply)
+	}
+	if _, err := c.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "default"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func isCode(err error, code int) bool {

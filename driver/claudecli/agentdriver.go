@@ -35,7 +35,8 @@ var _ agent.Driver = (*Canonical)(nil)
 func (d *Canonical) Name() string { return "claude" }
 
 func (d *Canonical) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Questions: true, EditInput: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+	return agent.Capabilities{Resume: true, Fork: true, Questions: true, EditInput: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession},
+		Modes: modes(), SetModel: true, Models: models()}
 }
 
 // Start connects to the CLI; the session's events begin with
@@ -49,6 +50,9 @@ func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Se
 	}
 	if req.Model != "" {
 		opts.Model = req.Model
+	}
+	if req.Mode != "" {
+		opts.PermissionMode = claude.PermissionMode(req.Mode)
 	}
 	opts.Resume, opts.ForkSession = req.Resume, req.Fork
 	s.prepare(&opts)

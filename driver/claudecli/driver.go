@@ -82,7 +82,8 @@ func New(cfg Config) (*Driver, error) {
 func (d *Driver) Name() string { return "claude" }
 
 func (d *Driver) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Questions: true, Native: true, EditInput: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+	return agent.Capabilities{Resume: true, Questions: true, Native: true, EditInput: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession},
+		Modes: modes(), SetModel: true, Models: models()}
 }
 
 // Validate checks session options before anything is started.
@@ -119,6 +120,9 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	opts, cmd, rewrite, err := d.launch(spec, func(o *claude.Options) {
 		if req.Model != "" {
 			o.Model = req.Model
+		}
+		if req.Mode != "" {
+			o.PermissionMode = claude.PermissionMode(req.Mode)
 		}
 		if !req.Native {
 			o.PermissionPromptToolName = "" // the session's own callback asks

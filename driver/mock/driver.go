@@ -14,6 +14,21 @@ import (
 	"github.com/tetherhq/tether/agent"
 )
 
+// The mock's modes: in ModePlan a turn says what it would do and runs,
+// writes and calls nothing.
+const (
+	ModeDefault = "default"
+	ModePlan    = "plan"
+)
+
+// modes are the mock's, as its capabilities give them.
+func modes() []agent.Mode {
+	return []agent.Mode{
+		{ID: ModeDefault, Name: "Default", Description: "runs its made-up command, notes each turn and calls its tool"},
+		{ID: ModePlan, Name: "Plan", Description: "says what it would do; runs, writes and calls nothing"},
+	}
+}
+
 // DefaultModel is the model a session reports when the request names none.
 const DefaultModel = "mock-1"
 
@@ -67,7 +82,7 @@ func (d *Driver) Name() string { return "mock" }
 
 func (d *Driver) Capabilities() agent.Capabilities {
 	return agent.Capabilities{Resume: true, Steer: true, Questions: true, Diff: true,
-		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}, Modes: modes(), SetModel: true, Models: []string{DefaultModel, "mock-2"}}
 }
 
 // conversation is what outlives a session: its items, its turn count and
@@ -98,7 +113,11 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if err != nil {
 		return nil, err
 	}
+	if req.Mode != "" && !d.Capabilities().HasMode(req.Mode) {
+		return nil, &agent.InvalidSettingsError{Agent: "mock", Reason: "no mode " + strconv.Quote(req.Mode)}
+	}
 	s := newSession(d, conv, req.Workspace)
+	s.mode = req.Mode
 	s.emitNow(s.event(agent.KindSessionStarted, func(e *agent.Event) {
 		e.Session = &agent.SessionInfo{Agent: "mock", NativeID: conv.nativeID, Model: conv.model, Cwd: req.Workspace}
 	}))

@@ -459,3 +459,44 @@ func TestResumeFromScriptPosition(t *testing.T) {
 		}
 	}
 }
+
+// Configure switches the mode and the model between turns: in plan mode
+// a turn runs, writes and calls nothing, and a model set names itself.
+// A mode the mock lacks is refused, typed.
+func TestConfigureModeAndModel(t *testing.T) {
+	st := start(t, New(Config{}), agent.StartRequest{})
+	c := st.s.(agent.Configurable)
+	if err := c.Configure(t.Context(), agent.Settings{Mode: "yolo"}); !errors.Is(err, agent.ErrInvalidSettings) {
+		t.Fatalf("an unknown mode: %v", err)
+	}
+	if err := c.Configure(t.Context(), agent.Settings{Mode: ModePlan, Model: "mock-2"}); err != nil {
+		t.Fatal(err)
+	}
+	st.prompt(WordApproval + " do it")
+	end := st.until(func(e agent.Event) bool {
+		switch {
+		case e.Kind == agent.KindApprovalRequested:
+			t.Fatal("plan mode asked for a tool call")
+		case e.Item != nil && (e.Item.Type == agent.ItemFileChange || e.Item.Type == agent.ItemCommand || e.Item.Type == agent.ItemToolCall):
+			t.Fatalf("plan mode ran a %s", e.Item.Type)
+		}
+		return e.Kind == agent.KindTurnCompleted
+	})
+	if !strings.Contains(end.Turn.Text, "Plan mode") || !strings.Contains(end.Turn.Text, "Model: mock-2.") {
+		t.Fatalf("reply %q", end.Turn.Text)
+	}
+	if _, err := os.Stat(filepath.Join(st.dir, notesName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("plan mode wrote its notes: %v", err)
+	}
+	if err := c.Configure(t.Context(), agent.Settings{Mode: ModeDefault}); err != nil {
+		t.Fatal(err)
+	}
+	st.prompt("hello")
+	end = st.untilKind(agent.KindTurnCompleted)
+	if strings.Contains(end.Turn.Text, "Plan mode") {
+		t.Fatalf("back in the default mode: %q", end.Turn.Text)
+	}
+	if _, err := os.Stat(filepath.Join(st.dir, notesName)); err != nil {
+		t.Fatalf("the default mode wrote no notes: %v", err)
+	}
+}

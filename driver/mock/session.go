@@ -34,6 +34,8 @@ type session struct {
 	pending        map[string]*pendingApproval
 	sessionAllowed map[string]bool // tools allowed with scope session
 	ended          bool
+	mode           string // empty is ModeDefault
+	modelSet       bool   // the model was changed by Configure: replies name it
 
 	closeOnce sync.Once
 }
@@ -125,6 +127,25 @@ func (s *session) Prompt(_ context.Context, p agent.Prompt) error {
 		t.itemEvent(agent.KindItemCompleted, agent.Item{ID: t.id + "/user", Type: agent.ItemUserMessage, Status: agent.ItemDone, Text: p.Text}))
 	s.wg.Add(1)
 	go t.run()
+	return nil
+}
+
+// Configure switches the mode or the model for the turns that follow.
+func (s *session) Configure(_ context.Context, set agent.Settings) error {
+	if err := s.d.Capabilities().CheckSettings("mock", set); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return agent.ErrSessionEnded
+	}
+	if set.Mode != "" {
+		s.mode = set.Mode
+	}
+	if set.Model != "" {
+		s.conv.model, s.modelSet = set.Model, true
+	}
 	return nil
 }
 

@@ -44,6 +44,8 @@ type turnRun struct {
 	// Set on the turn's goroutine; steers under the session's lock.
 	steers   []string
 	outcomes []string // what approvals and questions decided, for the reply
+	planOnly bool     // the session is in ModePlan
+	model    string   // the model Configure set, for the reply to name
 }
 
 func newTurn(s *session, n int, prompt string) *turnRun {
@@ -134,6 +136,15 @@ func (t *turnRun) run() {
 
 func (t *turnRun) script() error {
 	steps := []func() error{t.reasoning, t.failure, t.question, t.plan, t.command, t.fileChange, t.toolCall}
+	t.s.mu.Lock()
+	t.planOnly, t.model = t.s.mode == ModePlan, ""
+	if t.s.modelSet {
+		t.model = t.s.conv.model
+	}
+	t.s.mu.Unlock()
+	if t.planOnly {
+		steps = []func() error{t.reasoning, t.failure, t.plan}
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -352,7 +363,15 @@ func (t *turnRun) replyText() string {
 		parts = append(parts, fmt.Sprintf("You steered: %q.", st))
 	}
 	t.s.mu.Unlock()
-	parts = append(parts, "I noted it in "+notesName+".")
+	switch {
+	case t.planOnly:
+		parts = append(parts, "Plan mode: I ran, wrote and called nothing.")
+	default:
+		parts = append(parts, "I noted it in "+notesName+".")
+	}
+	if t.model != "" {
+		parts = append(parts, "Model: "+t.model+".")
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -95,7 +95,7 @@ func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 		return acpsdk.NewSessionResponse{}, rpcError(err)
 	}
 	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws)
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID)}, nil
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID), Modes: f.modeState(info), Models: f.modelState(info)}, nil
 }
 
 // session finds a session of this front end's agent in the core of cwd
@@ -141,15 +141,16 @@ func (f *front) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 	if err := f.replay(ctx, core, info); err != nil {
 		return acpsdk.LoadSessionResponse{}, rpcError(err)
 	}
-	return acpsdk.LoadSessionResponse{}, nil
+	return acpsdk.LoadSessionResponse{Modes: f.modeState(info), Models: f.modelState(info)}, nil
 }
 
 // ResumeSession reopens an earlier session without its history.
 func (f *front) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	if _, _, err := f.session(ctx, string(p.SessionId), p.Cwd, true); err != nil {
+	_, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true)
+	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
-	return acpsdk.ResumeSessionResponse{}, nil
+	return acpsdk.ResumeSessionResponse{Modes: f.modeState(info), Models: f.modelState(info)}, nil
 }
 
 // freeWorkspace makes room in workspace ws, which one session at a time
@@ -231,12 +232,6 @@ func (f *front) Cancel(ctx context.Context, p acpsdk.CancelNotification) error {
 	return nil
 }
 
-// SetSessionMode: the agent interface has no mode switch, so no modes
-// are offered.
-func (f *front) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
-	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound("session/set_mode")
-}
-
 func (f *front) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
 	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound("session/set_config_option")
 }
@@ -251,6 +246,8 @@ func rpcError(err error) error {
 	switch {
 	case errors.As(err, &re):
 		return re
+	case errors.Is(err, agent.ErrInvalidSettings):
+		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	case errors.Is(err, sessions.ErrNotFound), errors.Is(err, sessions.ErrUnknownAgent), errors.Is(err, agent.ErrTurnInProgress),
 		errors.Is(err, sessions.ErrEnded), errors.Is(err, agent.ErrUnsupported):
 		return acpsdk.NewInvalidRequest(map[string]any{"error": err.Error()})

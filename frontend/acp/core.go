@@ -20,6 +20,7 @@ type Core interface {
 	Close(ctx context.Context, id string) error
 	Prompt(ctx context.Context, id string, p agent.Prompt) error
 	Interrupt(ctx context.Context, id string) error
+	Configure(ctx context.Context, id string, set agent.Settings) (sessions.Info, error)
 	Events(ctx context.Context, id string, after uint64) iter.Seq2[agent.Event, error]
 	Resolve(ctx context.Context, sessionID string, r agent.Resolution) (agent.Resolution, error)
 	// Approvals are the pending ones: an approval a rule of its session

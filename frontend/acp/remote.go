@@ -45,7 +45,7 @@ func (c *RemoteCore) Agents() map[string]agent.Capabilities {
 
 func (c *RemoteCore) Create(ctx context.Context, req sessions.CreateRequest) (sessions.Info, error) {
 	s, err := c.client.Create(ctx, client.CreateRequest{Agent: req.Agent, WorkspaceID: req.WorkspaceID, Model: req.Model,
-		Resume: req.Resume, Fork: req.Fork, Runner: req.Runner})
+		Mode: req.Mode, Resume: req.Resume, Fork: req.Fork, Runner: req.Runner})
 	return info(s), coreError(err)
 }
 
@@ -97,6 +97,11 @@ func (c *RemoteCore) Resolve(ctx context.Context, sessionID string, r agent.Reso
 	return won, coreError(err)
 }
 
+func (c *RemoteCore) Configure(ctx context.Context, id string, set agent.Settings) (sessions.Info, error) {
+	s, err := c.client.Configure(ctx, id, set)
+	return info(s), coreError(err)
+}
+
 // Approvals are the runner's pending approvals.
 func (c *RemoteCore) Approvals() ([]approvals.Record, error) {
 	ctx, cancel := c.bounded()
@@ -114,7 +119,8 @@ func (c *RemoteCore) Approvals() ([]approvals.Record, error) {
 
 func info(s client.Session) sessions.Info {
 	return sessions.Info{ID: s.ID, Agent: s.Agent, WorkspaceID: s.WorkspaceID, NativeID: s.NativeID,
-		State: sessions.State(s.State), Created: s.Created, LastSeq: s.LastSeq, TurnID: s.TurnID, Runner: s.Runner}
+		State: sessions.State(s.State), Created: s.Created, LastSeq: s.LastSeq, TurnID: s.TurnID, Runner: s.Runner,
+		Model: s.Model, Mode: s.Mode}
 }
 
 // coreError makes the API's "no such session" the core's.

@@ -315,3 +315,49 @@ func TestSessionsAPIFeed(t *testing.T) {
 		t.Fatalf("resumed at %s, ended %s", after[0].id, end.event.SessionID)
 	}
 }
+
+// A session's mode and model are set at its start and changed while it
+// runs; what the agent does not know is refused, typed, and an ended
+// session takes no change.
+func TestSessionsAPIConfigure(t *testing.T) {
+	base := server(t)
+	var bad struct{ Error struct{ Code string } }
+	if st := call(t, "POST", base+"/v1/sessions", `{"agent":"claude","workspace_id":"wc","mode":"yolo"}`, &bad); st != 400 || bad.Error.Code != "invalid_settings" {
+		t.Fatalf("create in an unknown mode: %d %+v", st, bad)
+	}
+	var info sessions.Info
+	if st := call(t, "POST", base+"/v1/sessions", `{"agent":"claude","workspace_id":"wc","mode":"plan"}`, &info); st != 201 || info.Mode != "plan" {
+		t.Fatalf("create in plan mode: %d %+v", st, info)
+	}
+	url := base + "/v1/sessions/" + info.ID
+	for _, tc := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{}`, 400, "invalid_request"},
+		{`{"mode":"yolo"}`, 400, "invalid_settings"},
+		{`{"mode":"plan","color":"red"}`, 400, "invalid_request"},
+	} {
+		bad.Error.Code = ""
+		if st := call(t, "PATCH", url, tc.body, &bad); st != tc.status || bad.Error.Code != tc.code {
+			t.Fatalf("PATCH %s: %d %+v, want %d %s", tc.body, st, bad, tc.status, tc.code)
+		}
+	}
+	if st := call(t, "PATCH", base+"/v1/sessions/ses_nope", `{"mode":"plan"}`, &bad); st != 404 {
+		t.Fatalf("PATCH of no session: %d", st)
+	}
+	if st := call(t, "PATCH", url, `{"mode":"acceptEdits","model":"claude-other"}`, &info); st != 200 || info.Mode != "acceptEdits" || info.Model != "claude-other" {
+		t.Fatalf("PATCH: %d %+v", st, info)
+	}
+	var got sessions.Info
+	if st := call(t, "GET", url, ``, &got); st != 200 || got.Mode != "acceptEdits" || got.Model != "claude-other" {
+		t.Fatalf("GET after PATCH: %d %+v", st, got)
+	}
+	if st := call(t, "DELETE", url, ``, nil); st != 204 {
+		t.Fatalf("DELETE: %d", st)
+	}
+	if st := call(t, "PATCH", url, `{"mode":"plan"}`, &bad); st != 409 || bad.Error.Code != "session_ended" {
+		t.Fatalf("PATCH of an ended session: %d %+v", st, bad)
+	}
+}

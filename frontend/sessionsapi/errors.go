@@ -47,6 +47,8 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "approval_not_found", err.Error())
 	case errors.Is(err, agent.ErrUnsupported):
 		writeError(w, http.StatusNotImplemented, "unsupported", err.Error())
+	case errors.Is(err, agent.ErrInvalidSettings):
+		writeError(w, http.StatusBadRequest, "invalid_settings", err.Error())
 	case errors.Is(err, sessions.ErrInvalidRequest), errors.Is(err, agent.ErrInvalidEvent):
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 	case errors.Is(err, sessions.ErrAgentStart):

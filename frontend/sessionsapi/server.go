@@ -86,6 +86,7 @@ func (a *api) routes() []route {
 		{"POST", "/v1/sessions", a.create},
 		{"GET", "/v1/sessions/{id}", a.get},
 		{"DELETE", "/v1/sessions/{id}", a.close},
+		{"PATCH", "/v1/sessions/{id}", a.configure},
 		{"POST", "/v1/sessions/{id}/prompt", a.prompt},
 		{"POST", "/v1/sessions/{id}/interrupt", a.interrupt},
 		{"POST", "/v1/sessions/{id}/resume", a.resume},
@@ -122,7 +123,9 @@ type createBody struct {
 	Agent       string `json:"agent"`
 	WorkspaceID string `json:"workspace_id"`
 	Model       string `json:"model,omitempty"`
-	Resume      string `json:"resume,omitempty"`
+	// Mode is one of the agent's modes to start in.
+	Mode   string `json:"mode,omitempty"`
+	Resume string `json:"resume,omitempty"`
 	// Fork starts a new conversation from the one Resume names.
 	Fork bool `json:"fork,omitempty"`
 	// Prompt, when set, starts the first turn at once.
@@ -141,7 +144,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, err := a.m.Create(r.Context(), sessions.CreateRequest{Agent: body.Agent, WorkspaceID: body.WorkspaceID,
-		Model: body.Model, Resume: body.Resume, Fork: body.Fork, Runner: body.Runner})
+		Model: body.Model, Mode: body.Mode, Resume: body.Resume, Fork: body.Fork, Runner: body.Runner})
 	if err != nil {
 		a.fail(w, err)
 		return
@@ -191,6 +194,24 @@ func (a *api) prompt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// configure changes a running session's mode or model.
+func (a *api) configure(w http.ResponseWriter, r *http.Request) {
+	var body agent.Settings
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body == (agent.Settings{}) {
+		writeError(w, http.StatusBadRequest, "invalid_request", "give a mode or a model to change")
+		return
+	}
+	info, err := a.m.Configure(r.Context(), r.PathValue("id"), body)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
 }
 
 func (a *api) interrupt(w http.ResponseWriter, r *http.Request) {

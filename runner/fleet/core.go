@@ -378,6 +378,16 @@ func (c *Core) Steer(ctx context.Context, id string, p agent.Prompt) error {
 	return err
 }
 
+func (c *Core) Configure(ctx context.Context, id string, set agent.Settings) (sessions.Info, error) {
+	var info sessions.Info
+	r, err := c.route(ctx, id, func() (err error) { info, err = c.local.Configure(ctx, id, set); return err },
+		request{Op: "configure", Settings: &set})
+	if r.Info != nil {
+		info = *r.Info
+	}
+	return info, err
+}
+
 func (c *Core) Interrupt(ctx context.Context, id string) error {
 	_, err := c.route(ctx, id, func() error { return c.local.Interrupt(ctx, id) }, request{Op: "interrupt"})
 	return err

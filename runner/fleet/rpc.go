@@ -44,6 +44,7 @@ type request struct {
 	Subtype    string            `json:"subtype,omitempty"`
 	Params     json.RawMessage   `json:"params,omitempty"`
 	Resolution *agent.Resolution `json:"resolution,omitempty"`
+	Settings   *agent.Settings   `json:"settings,omitempty"`
 	LastSeq    uint64            `json:"last_seq,omitempty"`
 	Relay      bool              `json:"relay,omitempty"`
 	Drain      bool              `json:"drain,omitempty"`
@@ -54,6 +55,7 @@ type createRequest struct {
 	Agent       string          `json:"agent"`
 	WorkspaceID string          `json:"workspace_id,omitempty"`
 	Model       string          `json:"model,omitempty"`
+	Mode        string          `json:"mode,omitempty"`
 	Resume      string          `json:"resume,omitempty"`
 	Fork        bool            `json:"fork,omitempty"`
 	Options     json.RawMessage `json:"options,omitempty"`
@@ -93,6 +95,7 @@ var sentinels = []struct {
 	{"invalid_event", agent.ErrInvalidEvent}, {"invalid_options", agent.ErrInvalidOptions},
 	{"bad_answer", agent.ErrBadAnswer}, {"history_elsewhere", agent.ErrHistoryElsewhere},
 	{"runner_gone", sessions.ErrRunnerGone}, {"draining", sessions.ErrDraining},
+	{"invalid_settings", agent.ErrInvalidSettings},
 }
 
 func toWire(err error) *wireError {
@@ -365,6 +368,16 @@ func (c *Core) handle(ctx context.Context, req request) (r reply) {
 		} else {
 			err = m.Steer(ctx, req.Session, *req.Prompt)
 		}
+	case "configure":
+		if req.Settings == nil {
+			err = fmt.Errorf("%w: configure without settings", sessions.ErrInvalidRequest)
+			break
+		}
+		var info sessions.Info
+		if info, err = m.Configure(ctx, req.Session, *req.Settings); err == nil {
+			info.Runner = c.f.cfg.Name
+			r.Info = &info
+		}
 	case "interrupt":
 		err = m.Interrupt(ctx, req.Session)
 	case "close":
@@ -397,11 +410,11 @@ func (c *Core) handle(ctx context.Context, req request) (r reply) {
 }
 
 func fromCore(req sessions.CreateRequest) *createRequest {
-	return &createRequest{Agent: req.Agent, WorkspaceID: req.WorkspaceID, Model: req.Model, Resume: req.Resume,
+	return &createRequest{Agent: req.Agent, WorkspaceID: req.WorkspaceID, Model: req.Model, Mode: req.Mode, Resume: req.Resume,
 		Fork: req.Fork, Options: req.Options, Native: req.Native, Relay: req.Relay}
 }
 
 func (r *createRequest) toCore() sessions.CreateRequest {
-	return sessions.CreateRequest{Agent: r.Agent, WorkspaceID: r.WorkspaceID, Model: r.Model, Resume: r.Resume,
+	return sessions.CreateRequest{Agent: r.Agent, WorkspaceID: r.WorkspaceID, Model: r.Model, Mode: r.Mode, Resume: r.Resume,
 		Fork: r.Fork, Options: r.Options, Native: r.Native, Relay: r.Relay}
 }

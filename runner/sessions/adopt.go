@@ -47,7 +47,10 @@ func (m *Manager) Adopt(ctx context.Context, a Adoption, history iter.Seq2[agent
 	if err != nil {
 		return Info{}, err
 	}
-	rec := record{Info: a.Info, Model: a.Model, Options: a.Options}
+	rec := record{Info: a.Info, Options: a.Options}
+	if a.Model != "" {
+		rec.Model = a.Model
+	}
 	rec.State, rec.TurnID, rec.Runner, rec.LastSeq = StateEnded, "", "", last
 	m.mu.Lock()
 	if _, taken := m.sessions[id]; taken {

@@ -32,6 +32,8 @@ type Core interface {
 
 	Prompt(ctx context.Context, id string, p agent.Prompt) error
 	Steer(ctx context.Context, id string, p agent.Prompt) error
+	// Configure changes a running session's mode or model.
+	Configure(ctx context.Context, id string, set agent.Settings) (Info, error)
 	Interrupt(ctx context.Context, id string) error
 	// Input and Control are a native client's: the agent's own protocol.
 	Input(ctx context.Context, id string, line []byte) error

@@ -113,6 +113,10 @@ type Info struct {
 	// Runner names the fleet runner the session lives on (empty on a
 	// runner alone).
 	Runner string `json:"runner,omitempty"`
+	// Model and Mode are what the session was started with or last set
+	// to (Configure); empty is the agent's default.
+	Model string `json:"model,omitempty"`
+	Mode  string `json:"mode,omitempty"`
 }
 
 // CreateRequest starts a session.
@@ -120,6 +124,8 @@ type CreateRequest struct {
 	Agent       string
 	WorkspaceID string
 	Model       string
+	// Mode is one of the agent's modes to start in (empty: its first).
+	Mode string
 	// Resume continues the agent's conversation of that native id.
 	Resume string
 	// Fork starts a new conversation from Resume's (where the agent can).
@@ -139,7 +145,6 @@ type CreateRequest struct {
 // reopen starts its agent with again.
 type record struct {
 	Info
-	Model   string          `json:"model,omitempty"`
 	Options json.RawMessage `json:"options,omitempty"`
 	// PastItems counts the items of the agent's conversation from before
 	// the session (one created to resume it), which its driver reports
@@ -270,15 +275,18 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		what := map[bool]string{true: "fork", false: "resume"}[req.Fork]
 		return Info{}, &agent.UnsupportedError{Agent: req.Agent, Capability: what}
 	}
+	if err := caps.CheckSettings(req.Agent, agent.Settings{Mode: req.Mode}); err != nil {
+		return Info{}, err
+	}
 	id := newID()
-	start := agent.StartRequest{Resume: req.Resume, Fork: req.Fork, Model: req.Model, Options: req.Options,
+	start := agent.StartRequest{Resume: req.Resume, Fork: req.Fork, Model: req.Model, Mode: req.Mode, Options: req.Options,
 		Native: req.Native || req.Relay, Relay: req.Relay, HostKeepsHistory: true}
 	if start.Native && req.Resume == "" {
 		id = newNativeID()
 		start.NativeID = id
 	}
 	rec := record{Info: Info{ID: id, Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle, Created: m.cfg.Now(),
-		Native: start.Native, Relay: req.Relay}, Model: req.Model, Options: req.Options}
+		Native: start.Native, Relay: req.Relay, Model: req.Model, Mode: req.Mode}, Options: req.Options}
 	s, err := m.start(ctx, d, rec, start)
 	if err != nil {
 		return Info{}, err
@@ -335,7 +343,7 @@ func (m *Manager) Reopen(ctx context.Context, id string, lastSeq uint64, relay b
 	}
 	rec.Relay = relay && rec.Native
 	rec.State, rec.TurnID = StateIdle, ""
-	s, err := m.start(ctx, d, rec, agent.StartRequest{Resume: rec.NativeID, Model: rec.Model, Options: rec.Options,
+	s, err := m.start(ctx, d, rec, agent.StartRequest{Resume: rec.NativeID, Model: rec.Model, Mode: rec.Mode, Options: rec.Options,
 		Native: rec.Native, Relay: rec.Relay, HostKeepsHistory: true})
 	if err != nil {
 		return Info{}, err
