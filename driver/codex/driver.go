@@ -87,7 +87,7 @@ func (d *Driver) Name() string { return Name }
 // once or for the session.
 func (d *Driver) Capabilities() agent.Capabilities {
 	return agent.Capabilities{Resume: true, Fork: true, Steer: true, Diff: true, Questions: true,
-		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}}
+		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}, SetModel: true}
 }
 
 // Version is what the CLI's --version printed.

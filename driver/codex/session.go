@@ -54,6 +54,8 @@ type session struct {
 	changes []agent.Item
 	ended   bool
 	closing bool
+	// model, once a client set one (Configure), goes with every turn.
+	model string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -286,6 +288,23 @@ func (s *session) EventBatches(ctx context.Context) iter.Seq2[[]agent.Event, err
 	return s.out.Batches(ctx)
 }
 
+// Configure sets the model of the turns that follow: codex app-server
+// takes one with each turn/start and keeps it for the thread.
+func (s *session) Configure(_ context.Context, set agent.Settings) error {
+	if err := s.d.Capabilities().CheckSettings("codex", set); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.closing {
+		return agent.ErrSessionEnded
+	}
+	if set.Model != "" {
+		s.model = set.Model
+	}
+	return nil
+}
+
 // Prompt starts a turn.
 func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	s.mu.Lock()
@@ -298,10 +317,10 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 		return agent.ErrTurnInProgress
 	}
 	s.turnOn = true
-	thread := s.thread
+	thread, model := s.thread, s.model
 	s.mu.Unlock()
 	var res codexapp.TurnStartResponse
-	err := s.rpc.call(ctx, &codexapp.TurnStartParams{ThreadID: thread, Input: codexapp.TextInput(p.Text)}, &res)
+	err := s.rpc.call(ctx, &codexapp.TurnStartParams{ThreadID: thread, Input: codexapp.TextInput(p.Text), Model: model}, &res)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {

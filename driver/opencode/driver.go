@@ -113,5 +113,14 @@ func (d *Driver) Version() string { return d.version }
 // approvals allowed once or always (OpenCode keeps "always" for the rest of
 // the server's life, which is the session's here).
 func (d *Driver) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Diff: true, Questions: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways}}
+	return agent.Capabilities{Resume: true, Fork: true, Diff: true, Questions: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways},
+		Modes: modes(), SetModel: true}
+}
+
+// modes are OpenCode's own primary agents, which a prompt names.
+func modes() []agent.Mode {
+	return []agent.Mode{
+		{ID: "build", Name: "Build", Description: "works on the task with every tool the runner allows"},
+		{ID: "plan", Name: "Plan", Description: "reads and plans; asks before any edit or command"},
+	}
 }

@@ -95,6 +95,9 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if err != nil {
 		return nil, err
 	}
+	if req.Mode != "" {
+		opts.Agent = req.Mode // its modes are its primary agents
+	}
 	if req.Fork && req.Resume == "" {
 		return nil, fmt.Errorf("%w: fork needs the session to fork (Resume)", ErrInvalidRequest)
 	}
@@ -212,7 +215,9 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	path, err := oc.SessionPromptAsyncPath(s.native)
 	if err == nil {
 		body := oc.NewTextPrompt(p.Text)
+		s.mu.Lock()
 		body.Model, body.Agent = s.model, s.opts.Agent
+		s.mu.Unlock()
 		err = s.api.do(ctx, http.MethodPost, path, body, nil)
 	}
 	if err != nil {
@@ -223,6 +228,34 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 		}
 		s.mu.Unlock()
 		return fmt.Errorf("opencode: prompt: %w", err)
+	}
+	return nil
+}
+
+// Configure switches the primary agent (the mode) or the model of the
+// prompts that follow: OpenCode takes both with each prompt.
+func (s *session) Configure(_ context.Context, set agent.Settings) error {
+	if err := s.d.Capabilities().CheckSettings(agentName, set); err != nil {
+		return err
+	}
+	var model *oc.PromptModel
+	if set.Model != "" {
+		m, err := parseModel(set.Model)
+		if err != nil {
+			return &agent.InvalidSettingsError{Agent: agentName, Reason: fmt.Sprintf("model %q is not provider/model", set.Model)}
+		}
+		model = m
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return agent.ErrSessionEnded
+	}
+	if set.Mode != "" {
+		s.opts.Agent = set.Mode
+	}
+	if model != nil {
+		s.model = model
 	}
 	return nil
 }

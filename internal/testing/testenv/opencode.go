@@ -17,6 +17,10 @@ const OpenCodeCLIEnv = "TETHER_OPENCODE_CLI"
 // OpenCode names it (provider/model); the fake API sees "fake-model".
 const OpenCodeModel = "fake/fake-model"
 
+// OpenCodeOtherModelID is a second model of the same provider, for a
+// session to switch to: the fake API sees it by this name.
+const OpenCodeOtherModelID = "fake-model-2"
+
 // FindOpenCodeCLI returns the pinned real opencode CLI: $TETHER_OPENCODE_CLI,
 // or the copy scripts/install-agents puts under .cache/npm. It never falls
 // back to PATH.
@@ -154,7 +158,7 @@ func openCodeConfigFor(api string, askPermissions bool) openCodeConfig {
 	m.Name = "Fake Model"
 	m.ToolCall = true
 	m.Limit.Context, m.Limit.Output = 128000, 4096
-	p.Models = map[string]openCodeModel{"fake-model": m}
+	p.Models = map[string]openCodeModel{"fake-model": m, OpenCodeOtherModelID: m}
 	c := openCodeConfig{
 		Schema:     "https://opencode.ai/config.json",
 		Model:      OpenCodeModel,
