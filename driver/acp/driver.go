@@ -53,6 +53,10 @@ type Spec struct {
 	// ModelArgs, when set, are the arguments that pick a model (a
 	// StartRequest.Model); without it a model is refused.
 	ModelArgs func(model string) []string
+	// WithheldModes are modes the agent offers that a client may not
+	// switch to: those that stop asking for approval altogether, which
+	// would take every later call out of the runner's approvals.
+	WithheldModes []string
 }
 
 // Driver runs sessions of one ACP agent kind; it implements agent.Driver.

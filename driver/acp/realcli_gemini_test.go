@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func geminiDriver(t *testing.T, opts fakegemini.Options) (*acp.Driver, *fakegemi
 // the messages, and an interrupted slow turn. Resuming is refused as
 // unsupported (package gemini says why), and the capabilities say so.
 func TestRealCLIGeminiJourney(t *testing.T) {
-	d, _ := geminiDriver(t, fakegemini.Options{})
+	d, fake := geminiDriver(t, fakegemini.Options{})
 	ws, home := t.TempDir(), t.TempDir()
 	s, err := d.Start(t.Context(), agent.StartRequest{Workspace: ws, Home: home})
 	if err != nil {
@@ -112,6 +113,46 @@ func TestRealCLIGeminiJourney(t *testing.T) {
 		t.Fatalf("diff %+v %v", diff, err)
 	}
 
+	// modes: one that approves everything itself is withheld; in
+	// autoEdit a write runs without asking
+	c := s.(agent.Configurable)
+	if modes := d.Capabilities().Modes; len(modes) == 0 || d.Capabilities().HasMode("yolo") || !d.Capabilities().HasMode("autoEdit") {
+		t.Fatalf("modes %+v", modes)
+	}
+	if err := c.Configure(t.Context(), agent.Settings{Mode: "yolo"}); !errors.Is(err, agent.ErrInvalidSettings) {
+		t.Fatalf("a withheld mode: %v", err)
+	}
+	if err := c.Configure(t.Context(), agent.Settings{Mode: "autoEdit"}); err != nil {
+		t.Fatal(err)
+	}
+	prompt(t, s, "USE_WRITE auto.txt written without asking")
+	evs = until(t, ch, func(e agent.Event) bool { return turnDone(e) || isApproval(e) })
+	if last := evs[len(evs)-1]; last.Kind != agent.KindTurnCompleted {
+		t.Fatalf("autoEdit asked: %+v", last.Approval)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "auto.txt")); err != nil {
+		t.Fatalf("the write in autoEdit: %v", err)
+	}
+	if err := c.Configure(t.Context(), agent.Settings{Mode: "default"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// a model switched to is the one the next turn asks for
+	const model = "gemini-2.5-pro"
+	if err := c.Configure(t.Context(), agent.Settings{Model: model}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(fake.Requests())
+	prompt(t, s, "SAY switched")
+	until(t, ch, turnDone)
+	var paths []string
+	for _, r := range fake.Requests()[before:] {
+		paths = append(paths, r.Path)
+	}
+	if !slices.ContainsFunc(paths, func(p string) bool { return strings.Contains(p, "/models/"+model+":") }) {
+		t.Fatalf("the turn after set_model asked %q", paths)
+	}
+
 	// messages
 	msgs, err := s.Messages(t.Context())
 	if err != nil {
@@ -123,7 +164,7 @@ func TestRealCLIGeminiJourney(t *testing.T) {
 			texts = append(texts, it.Text)
 		}
 	}
-	if len(texts) < 4 || texts[0] != "hello from gemini" {
+	if len(texts) < 5 || texts[0] != "hello from gemini" {
 		t.Fatalf("messages %q", texts)
 	}
 

@@ -95,30 +95,41 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 		return fmt.Errorf("%s: initialize: %w", name, err)
 	}
 	caps := capabilitiesOf(init.AgentCapabilities, s.d.spec)
-	s.d.learn(caps)
 	mcp := []acpsdk.McpServer{}
 	var id acpsdk.SessionId
+	var modes *acpsdk.SessionModeState
+	var models *acpsdk.SessionModelState
 	switch {
 	case req.Resume == "":
 		res, err := s.rpc.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: req.Workspace, McpServers: mcp})
 		if err != nil {
 			return fmt.Errorf("%s: session/new: %w", name, err)
 		}
-		id = res.SessionId
+		id, modes, models = res.SessionId, res.Modes, res.Models
 	case init.AgentCapabilities.SessionCapabilities.Resume != nil:
 		id = acpsdk.SessionId(req.Resume)
-		if _, err := s.rpc.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: id, Cwd: req.Workspace, McpServers: mcp}); err != nil {
+		res, err := s.rpc.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: id, Cwd: req.Workspace, McpServers: mcp})
+		if err != nil {
 			return fmt.Errorf("%s: session/resume: %w", name, err)
 		}
+		modes, models = res.Modes, res.Models
 	case init.AgentCapabilities.LoadSession:
 		id = acpsdk.SessionId(req.Resume)
 		// The history is replayed as updates outside any turn: the mapper
 		// passes them over.
-		if _, err := s.rpc.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: id, Cwd: req.Workspace, McpServers: mcp}); err != nil {
+		res, err := s.rpc.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: id, Cwd: req.Workspace, McpServers: mcp})
+		if err != nil {
 			return fmt.Errorf("%s: session/load: %w", name, err)
 		}
+		modes, models = res.Modes, res.Models
 	default:
 		return &agent.UnsupportedError{Agent: name, Capability: "resume"}
+	}
+	s.d.learn(withSettings(caps, s.d.spec, modes, models))
+	if req.Mode != "" {
+		if err := s.setMode(ctx, id, req.Mode); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

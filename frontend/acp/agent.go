@@ -95,7 +95,8 @@ func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 		return acpsdk.NewSessionResponse{}, rpcError(err)
 	}
 	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws)
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID), Modes: f.modeState(info), Models: f.modelState(info)}, nil
+	modes, models := f.settings(core, info)
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID), Modes: modes, Models: models}, nil
 }
 
 // session finds a session of this front end's agent in the core of cwd
@@ -141,16 +142,18 @@ func (f *front) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 	if err := f.replay(ctx, core, info); err != nil {
 		return acpsdk.LoadSessionResponse{}, rpcError(err)
 	}
-	return acpsdk.LoadSessionResponse{Modes: f.modeState(info), Models: f.modelState(info)}, nil
+	modes, models := f.settings(core, info)
+	return acpsdk.LoadSessionResponse{Modes: modes, Models: models}, nil
 }
 
 // ResumeSession reopens an earlier session without its history.
 func (f *front) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	_, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true)
+	core, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true)
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
-	return acpsdk.ResumeSessionResponse{Modes: f.modeState(info), Models: f.modelState(info)}, nil
+	modes, models := f.settings(core, info)
+	return acpsdk.ResumeSessionResponse{Modes: modes, Models: models}, nil
 }
 
 // freeWorkspace makes room in workspace ws, which one session at a time

@@ -16,8 +16,8 @@ const defaultModel = "default"
 
 // modeState is a session's modes as ACP has them; nil when its agent has
 // one way of working only.
-func (f *front) modeState(info sessions.Info) *acpsdk.SessionModeState {
-	modes := f.cfg.Capabilities.Modes
+func (f *front) modeState(caps agent.Capabilities, info sessions.Info) *acpsdk.SessionModeState {
+	modes := caps.Modes
 	if len(modes) == 0 {
 		return nil
 	}
@@ -38,8 +38,7 @@ func (f *front) modeState(info sessions.Info) *acpsdk.SessionModeState {
 // modelState is a session's models as ACP has them: the agent's own
 // default, the models its capabilities name, and the session's own if
 // it is none of them; nil when the model cannot be changed.
-func (f *front) modelState(info sessions.Info) *acpsdk.SessionModelState {
-	caps := f.cfg.Capabilities
+func (f *front) modelState(caps agent.Capabilities, info sessions.Info) *acpsdk.SessionModelState {
 	if !caps.SetModel {
 		return nil
 	}
@@ -60,6 +59,21 @@ func (f *front) modelState(info sessions.Info) *acpsdk.SessionModelState {
 		st.AvailableModels = append(st.AvailableModels, mi)
 	}
 	return st
+}
+
+// capsNow are the agent's capabilities as the core has them now: an ACP
+// agent's modes and models are learnt from its first session.
+func (f *front) capsNow(core Core) agent.Capabilities {
+	if caps, ok := core.Agents()[f.cfg.Agent]; ok {
+		return caps
+	}
+	return f.cfg.Capabilities
+}
+
+// settings are a session's modes and models, for the answer that opens it.
+func (f *front) settings(core Core, info sessions.Info) (*acpsdk.SessionModeState, *acpsdk.SessionModelState) {
+	caps := f.capsNow(core)
+	return f.modeState(caps, info), f.modelState(caps, info)
 }
 
 // SetSessionMode switches a live session's mode.

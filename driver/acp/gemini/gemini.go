@@ -64,8 +64,9 @@ func Kind() driver.Kind {
 func Spec() acp.Spec {
 	return acp.Spec{
 		Name: Name, CLI: "gemini", Args: []string{"--acp"}, TestedVersion: TestedVersion, NoResume: true,
-		Environ:   environ,
-		ModelArgs: func(model string) []string { return []string{"--model", model} },
+		Environ:       environ,
+		ModelArgs:     func(model string) []string { return []string{"--model", model} },
+		WithheldModes: []string{"yolo"}, // approves every tool call itself
 	}
 }
 
