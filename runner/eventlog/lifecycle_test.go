@@ -200,12 +200,28 @@ func TestBackpressure(t *testing.T) {
 	l, _ := open(t, Options{MaxPendingBytes: 10 * (recordHeader + payload + eventOverhead)})
 	p := make([]byte, payload)
 
-	l.writeMu.Lock() // the flusher cannot commit
+	// hold keeps the flusher from committing; a test that fails while
+	// it holds lets go, so that the log's Close in the cleanup returns.
+	held := false
+	hold := func(on bool) {
+		if on {
+			l.writeMu.Lock()
+		} else {
+			l.writeMu.Unlock()
+		}
+		held = on
+	}
+	t.Cleanup(func() {
+		if held {
+			hold(false)
+		}
+	})
+	hold(true)
 	for range 10 {
 		mustAppend(t, l, "s", p)
 	}
+	start := time.Now() // before the deadline is set: it counts from there
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	start := time.Now()
 	_, err := l.Append(ctx, "s", p)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -232,7 +248,7 @@ func TestBackpressure(t *testing.T) {
 		t.Fatalf("Append got seq %d while the budget was full", seq)
 	case <-time.After(50 * time.Millisecond):
 	}
-	l.writeMu.Unlock()
+	hold(false)
 	if seq := <-got; seq != 11 {
 		t.Fatalf("seq = %d, want 11", seq)
 	}
@@ -241,7 +257,7 @@ func TestBackpressure(t *testing.T) {
 	if err := l.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	l.writeMu.Lock()
+	hold(true)
 	for range 10 {
 		mustAppend(t, l, "s", p)
 	}
@@ -256,7 +272,7 @@ func TestBackpressure(t *testing.T) {
 	if err := <-errc; !errors.Is(err, ErrClosed) {
 		t.Fatalf("waiting Append at Close: %v, want ErrClosed", err)
 	}
-	l.writeMu.Unlock()
+	hold(false)
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
