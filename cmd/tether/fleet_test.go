@@ -252,6 +252,21 @@ func TestFleetPlacesAndRoutes(t *testing.T) {
 		t.Fatalf("the tool call allowed through r0 ended %s", tool.Item.Status)
 	}
 	w.until("turn.completed", kind(agent.KindTurnCompleted))
+
+	// A session's mode and model are switched through another runner.
+	if _, err := b.Configure(ctx, s.ID, agent.Settings{Mode: "yolo"}); !errors.Is(err, agent.ErrInvalidSettings) {
+		t.Fatalf("an unknown mode through r1: %v", err)
+	}
+	if got, err := b.Configure(ctx, s.ID, agent.Settings{Mode: "plan", Model: "mock-2"}); err != nil || got.Mode != "plan" || got.Runner != "r2" {
+		t.Fatalf("configure through r1: %+v %v", got, err)
+	}
+	if err := a.Prompt(ctx, s.ID, "plan it"); err != nil {
+		t.Fatal(err)
+	}
+	end := w.until("the planned turn's end", kind(agent.KindTurnCompleted))
+	if !strings.Contains(end.Turn.Text, "Plan mode") || !strings.Contains(end.Turn.Text, "Model: mock-2.") {
+		t.Fatalf("the turn after configure replied %q", end.Turn.Text)
+	}
 }
 
 // driveThrough runs one turn of a session through c and checks its log,

@@ -380,8 +380,11 @@ func (c *Core) Steer(ctx context.Context, id string, p agent.Prompt) error {
 
 func (c *Core) Configure(ctx context.Context, id string, set agent.Settings) (sessions.Info, error) {
 	var info sessions.Info
-	r, err := c.route(ctx, id, func() (err error) { info, err = c.local.Configure(ctx, id, set); return err },
-		request{Op: "configure", Settings: &set})
+	r, err := c.route(ctx, id, func() (err error) {
+		info, err = c.local.Configure(ctx, id, set)
+		info.Runner = c.f.cfg.Name
+		return err
+	}, request{Op: "configure", Settings: &set})
 	if r.Info != nil {
 		info = *r.Info
 	}
