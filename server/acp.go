@@ -46,8 +46,8 @@ func DefaultACPDataDir() (string, error) {
 }
 
 // ACPLocal is the local core of `tether acp`: the agent's driver, made
-// when it starts (so a missing CLI stops it at once), and the core of
-// the one workspaces root its editor works in, opened with the first
+// when it starts (so a missing CLI stops it at once), and a core for each
+// workspaces root its editor works in, opened with the root's first
 // session.
 type ACPLocal struct {
 	cfg    ACPConfig
@@ -55,8 +55,7 @@ type ACPLocal struct {
 	log    *slog.Logger
 
 	mu      sync.Mutex
-	root    string
-	core    *shimCore
+	cores   map[string]*shimCore // by root
 	proxies *keyProxies
 }
 
@@ -81,7 +80,7 @@ func OpenACP(cfg ACPConfig) (*ACPLocal, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	cfg.DataDir = abs
-	l := &ACPLocal{cfg: cfg, log: cfg.Logger, proxies: newKeyProxies(cfg.Logger)}
+	l := &ACPLocal{cfg: cfg, log: cfg.Logger, proxies: newKeyProxies(cfg.Logger), cores: map[string]*shimCore{}}
 	if l.driver, _, err = newAgent(kind, cfg.CLI, Config{DataDir: cfg.DataDir}, l.proxies, cfg.Logger); err != nil {
 		l.proxies.Close()
 		return nil, err
@@ -92,17 +91,13 @@ func OpenACP(cfg ACPConfig) (*ACPLocal, error) {
 // Capabilities are the agent's.
 func (l *ACPLocal) Capabilities() agent.Capabilities { return l.driver.Capabilities() }
 
-// Open opens the core of the workspaces under root, once; a later root
-// is refused. Its data lives in the data directory, one directory per
-// root.
+// Open opens the core of the workspaces under root, once. Its data lives
+// in the data directory, one directory per root.
 func (l *ACPLocal) Open(ctx context.Context, root string) (sessions.Core, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.core != nil {
-		if root != l.root {
-			return nil, fmt.Errorf("server: this tether acp serves the workspaces of %s, not %s", l.root, root)
-		}
-		return l.core.sessions, nil
+	if c, ok := l.cores[root]; ok {
+		return c.sessions, nil
 	}
 	sum := sha256.Sum256([]byte(root))
 	key := hex.EncodeToString(sum[:8])
@@ -131,22 +126,25 @@ func (l *ACPLocal) Open(ctx context.Context, root string) (sessions.Core, error)
 		c.close()
 		return nil, withRemedy(err, dataDir)
 	}
-	l.core, l.root = c, root
+	l.cores[root] = c
 	return c.sessions, nil
 }
 
 // Close ends the sessions (their conversations stay in the agents'
-// stores, to be loaded again) and closes the core.
+// stores, to be loaded again) and closes the cores.
 func (l *ACPLocal) Close(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var err error
-	if l.core != nil {
-		err = l.core.sessions.Shutdown(ctx)
-		l.core.close()
-		l.core = nil
+	var errs []error
+	for root, c := range l.cores {
+		if err := c.sessions.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		c.close()
+		delete(l.cores, root)
 	}
 	l.proxies.Close()
+	err := errors.Join(errs...)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("server: tether acp: sessions still ending at exit: %w", err)
 	}

@@ -274,6 +274,50 @@ func TestACPMockLocal(t *testing.T) {
 	}
 }
 
+// One tether acp serves workspaces under several parent directories, as
+// an editor with several projects open asks: each session works in its
+// own cwd (two of them named alike), methods that name only the session
+// find it, and session/list gives each its cwd.
+func TestACPMockSeveralRoots(t *testing.T) {
+	c := startACP(t, acpEnv(), "--agent", "mock", "--data-dir", filepath.Join(t.TempDir(), "acp"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	var cwds []string
+	ids := map[acp.SessionId]string{}
+	for range 2 {
+		cwd := filepath.Join(t.TempDir(), "proj")
+		if err := os.Mkdir(cwd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+		if err != nil {
+			t.Fatalf("session/new in %s: %v", cwd, err)
+		}
+		cwds, ids[s.SessionId] = append(cwds, cwd), cwd
+	}
+	for id, cwd := range ids {
+		if r, err := prompt(ctx, c, id, "hello "+cwd); err != nil || r.StopReason != acp.StopReasonEndTurn {
+			t.Fatalf("a turn in %s: %+v %v", cwd, r, err)
+		}
+		if _, err := os.Stat(filepath.Join(cwd, "mock-notes.md")); err != nil {
+			t.Fatalf("the turn in %s wrote nothing there: %v", cwd, err)
+		}
+	}
+	all, err := c.ListSessions(ctx, acp.ListSessionsRequest{})
+	if err != nil || len(all.Sessions) != 2 {
+		t.Fatalf("session/list: %+v %v", all, err)
+	}
+	for _, s := range all.Sessions {
+		if ids[s.SessionId] != s.Cwd {
+			t.Fatalf("session %s listed in %s, made in %s", s.SessionId, s.Cwd, ids[s.SessionId])
+		}
+	}
+	one, err := c.ListSessions(ctx, acp.ListSessionsRequest{Cwd: &cwds[1]})
+	if err != nil || len(one.Sessions) != 1 || one.Sessions[0].Cwd != cwds[1] {
+		t.Fatalf("session/list in %s: %+v %v", cwds[1], one, err)
+	}
+}
+
 func TestACPMockRunner(t *testing.T) {
 	p := startServe(t, cleanEnv(), "--sandbox", "on")
 	c := startACP(t, acpEnv("TETHER_AUTH_TOKEN="+testToken), "--agent", "mock", "--runner", "http://"+p.addr)

@@ -44,37 +44,6 @@ func (f *front) Authenticate(ctx context.Context, p acpsdk.AuthenticateRequest) 
 	return acpsdk.AuthenticateResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no authentication method %q: none is needed", p.MethodId)})
 }
 
-// coreFor opens (once) the core of cwd's root and names cwd's workspace.
-func (f *front) coreFor(ctx context.Context, cwd string) (Core, string, error) {
-	if cwd == "" || !filepath.IsAbs(cwd) {
-		return nil, "", acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not an absolute path", cwd)})
-	}
-	cwd = filepath.Clean(cwd)
-	root, id := filepath.Dir(cwd), filepath.Base(cwd)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.core != nil {
-		if root != f.root {
-			return nil, "", acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
-				"this tether acp serves the workspaces of %s; %s is not one of them (start another for it)", f.root, cwd)})
-		}
-		return f.core, id, nil
-	}
-	core, err := f.cfg.Open(ctx, root)
-	if err != nil {
-		return nil, "", acpsdk.NewInternalError(map[string]any{"error": err.Error()})
-	}
-	f.core, f.root = core, root
-	return core, id, nil
-}
-
-// opened is the core, if a session has opened one.
-func (f *front) opened() Core {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.core
-}
-
 func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
 	if len(p.McpServers) > 0 {
 		return acpsdk.NewSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
@@ -94,30 +63,36 @@ func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, rpcError(err)
 	}
+	f.note(info.ID, p.Cwd)
 	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws)
 	modes, models := f.settings(core, info)
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID), Modes: modes, Models: models}, nil
 }
 
 // session finds a session of this front end's agent in the core of cwd
-// (or the one open), reopening it when it has ended and reopen is set.
+// (or in those open), reopening it when it has ended and reopen is set.
 func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core, sessions.Info, error) {
 	var core Core
+	var info sessions.Info
 	if cwd != "" {
 		c, _, err := f.coreFor(ctx, cwd)
 		if err != nil {
 			return nil, sessions.Info{}, err
 		}
+		if info, err = c.Get(id); err != nil || info.Agent != f.cfg.Agent {
+			return nil, sessions.Info{}, unknownSession(id)
+		}
 		core = c
-	} else if core = f.opened(); core == nil {
-		return nil, sessions.Info{}, unknownSession(id)
-	}
-	info, err := core.Get(id)
-	if err != nil || info.Agent != f.cfg.Agent {
-		return nil, sessions.Info{}, unknownSession(id)
+		f.note(id, filepath.Join(filepath.Dir(filepath.Clean(cwd)), info.WorkspaceID))
+	} else {
+		var ok bool
+		if core, info, ok = f.lookup(id); !ok {
+			return nil, sessions.Info{}, unknownSession(id)
+		}
 	}
 	if reopen && info.State == sessions.StateEnded {
 		last, ws := info.LastSeq, info.WorkspaceID
+		var err error
 		info, err = core.Reopen(ctx, id, last, false)
 		if err != nil && f.freeWorkspace(ctx, core, ws, id) {
 			info, err = core.Reopen(ctx, id, last, false)
@@ -176,29 +151,39 @@ func (f *front) freeWorkspace(ctx context.Context, core Core, ws, except string)
 	return closed
 }
 
+// ListSessions lists this agent's sessions, newest first: those in cwd's
+// workspace, or without cwd those of every root opened so far.
 func (f *front) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
 	out := acpsdk.ListSessionsResponse{Sessions: []acpsdk.SessionInfo{}}
-	var core Core
+	roots, cores := f.opened()
 	if p.Cwd != nil {
 		c, _, err := f.coreFor(ctx, *p.Cwd)
 		if err != nil {
-			return out, nil // another root's: none of ours
+			return out, nil // not a workspace tether acp can serve: none of ours
 		}
-		core = c
-	} else if core = f.opened(); core == nil {
-		return out, nil
+		roots, cores = []string{filepath.Dir(filepath.Clean(*p.Cwd))}, []Core{c}
 	}
-	f.mu.Lock()
-	root := f.root
-	f.mu.Unlock()
-	list := core.List()
+	var list []sessions.Info
+	seen := map[string]bool{}
+	for i, core := range cores {
+		for _, info := range core.List() {
+			if info.Agent != f.cfg.Agent || seen[info.ID] {
+				continue
+			}
+			cwd := filepath.Join(roots[i], info.WorkspaceID)
+			if p.Cwd != nil && filepath.Clean(*p.Cwd) != cwd {
+				continue
+			}
+			seen[info.ID] = true
+			if p.Cwd != nil {
+				f.note(info.ID, cwd)
+			}
+			list = append(list, info)
+		}
+	}
 	slices.SortFunc(list, func(a, b sessions.Info) int { return b.Created.Compare(a.Created) })
 	for _, info := range list {
-		cwd := filepath.Join(root, info.WorkspaceID)
-		if info.Agent != f.cfg.Agent || (p.Cwd != nil && filepath.Clean(*p.Cwd) != cwd) {
-			continue
-		}
-		out.Sessions = append(out.Sessions, acpsdk.SessionInfo{SessionId: acpsdk.SessionId(info.ID), Cwd: cwd,
+		out.Sessions = append(out.Sessions, acpsdk.SessionInfo{SessionId: acpsdk.SessionId(info.ID), Cwd: f.cwdOf(info),
 			UpdatedAt: acpsdk.Ptr(info.Created.UTC().Format("2006-01-02T15:04:05Z"))})
 	}
 	return out, nil
@@ -223,9 +208,12 @@ func (f *front) CloseSession(ctx context.Context, p acpsdk.CloseSessionRequest) 
 func (f *front) Cancel(ctx context.Context, p acpsdk.CancelNotification) error {
 	f.mu.Lock()
 	t := f.turns[string(p.SessionId)]
-	core := f.core
 	f.mu.Unlock()
-	if t == nil || core == nil {
+	if t == nil {
+		return nil
+	}
+	core, _, ok := f.lookup(string(p.SessionId))
+	if !ok {
 		return nil
 	}
 	t.cancel()
@@ -256,13 +244,6 @@ func rpcError(err error) error {
 		return acpsdk.NewInvalidRequest(map[string]any{"error": err.Error()})
 	}
 	return acpsdk.NewInternalError(map[string]any{"error": strings.TrimSpace(err.Error())})
-}
-
-// cwdOf is a session's workspace as the editor named it.
-func (f *front) cwdOf(info sessions.Info) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return filepath.Join(f.root, info.WorkspaceID)
 }
 
 // replay sends a session's history, up to its last event, as updates.

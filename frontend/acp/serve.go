@@ -66,9 +66,12 @@ type front struct {
 	cfg  Config
 	conn *acpsdk.AgentSideConnection
 
-	mu   sync.Mutex
-	core Core
-	root string
+	mu sync.Mutex
+	// cores are the cores of the roots opened, roots their order, rootOf
+	// the root of each session seen (roots.go).
+	cores  map[string]Core
+	roots  []string
+	rootOf map[string]string
 	// turns are the running prompts, by session.
 	turns  map[string]*turn
 	closed bool
@@ -76,7 +79,7 @@ type front struct {
 }
 
 func newFront(ctx context.Context, cfg Config) *front {
-	return &front{ctx: ctx, cfg: cfg, turns: map[string]*turn{}}
+	return &front{ctx: ctx, cfg: cfg, turns: map[string]*turn{}, cores: map[string]Core{}, rootOf: map[string]string{}}
 }
 
 func (f *front) wait() { f.wg.Wait() }
