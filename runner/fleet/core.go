@@ -150,8 +150,8 @@ func (c *Core) Name() string { return c.f.cfg.Name }
 
 // isLocal says whether this runner owns session id.
 func (c *Core) isLocal(id string) bool {
-	_, err := c.local.Get(id)
-	return err == nil && !c.ceded(id)
+	info, err := c.local.Get(id)
+	return err == nil && !c.cededInfo(info)
 }
 
 // remote runs a command of a session that is not this runner's on the
@@ -302,7 +302,7 @@ func (c *Core) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool
 // seq and state now, not as the registry last heard), or, when that
 // runner does not answer, the registry.
 func (c *Core) Get(id string) (sessions.Info, error) {
-	if info, err := c.local.Get(id); err == nil && !c.ceded(id) {
+	if info, err := c.local.Get(id); err == nil && !c.cededInfo(info) {
 		info.Runner = c.f.cfg.Name
 		return info, nil
 	}
@@ -336,7 +336,7 @@ func (c *Core) ask(id string) (sessions.Info, error) {
 // List is every session of the fleet: this runner's as it has them, the
 // others' as the registry does.
 func (c *Core) List() []sessions.Info {
-	local := slices.DeleteFunc(c.local.List(), func(s sessions.Info) bool { return c.ceded(s.ID) })
+	local := slices.DeleteFunc(c.local.List(), c.cededInfo)
 	seen := make(map[string]bool, len(local))
 	for i := range local {
 		local[i].Runner = c.f.cfg.Name

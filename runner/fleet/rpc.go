@@ -275,10 +275,16 @@ func (c *Core) disown(id string) {
 // session that has ended here can be: this runner's view of the registry
 // may lag behind its own take-over of a session, never the other way.
 func (c *Core) ceded(id string) bool {
-	if info, err := c.local.Get(id); err != nil || info.State != sessions.StateEnded {
+	info, err := c.local.Get(id)
+	return err == nil && c.cededInfo(info)
+}
+
+// cededInfo is ceded for a session whose local record is at hand.
+func (c *Core) cededInfo(info sessions.Info) bool {
+	if info.State != sessions.StateEnded {
 		return false
 	}
-	s, ok := c.reg.session(id)
+	s, ok := c.reg.session(info.ID)
 	return ok && s.Runner != "" && s.Runner != c.f.cfg.Name && s.Cause == ""
 }
 
