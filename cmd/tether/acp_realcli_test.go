@@ -18,7 +18,7 @@ import (
 
 // realAgentACP is what tether acp --agent kind needs to run the real CLI
 // against a fake model server: its environment and the acp arguments.
-func realAgentACP(t *testing.T, kind string) (env, args []string) {
+func realAgentACP(t testing.TB, kind string) (env, args []string) {
 	t.Helper()
 	home := t.TempDir()
 	args = []string{"--agent", kind, "--data-dir", filepath.Join(t.TempDir(), "acp")}

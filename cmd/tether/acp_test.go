@@ -20,7 +20,7 @@ func acpEnv(extra ...string) []string {
 
 // startACP starts `tether acp` with args behind a Go SDK client, and
 // shakes hands.
-func startACP(t *testing.T, env []string, args ...string) *acpclient.Client {
+func startACP(t testing.TB, env []string, args ...string) *acpclient.Client {
 	t.Helper()
 	c := acpclient.Start(t, t.TempDir(), env, tetherPath(), append([]string{"acp"}, args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
