@@ -10,9 +10,6 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
-
-	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
-	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // Claude Code's modes and models from an editor, the real CLI behind tether
@@ -23,23 +20,7 @@ func TestRealCLIACPClaudeModes(t *testing.T)       { realACPClaudeModes(t, false
 func TestRealCLIACPRunnerClaudeModes(t *testing.T) { realACPClaudeModes(t, true) }
 
 func realACPClaudeModes(t *testing.T, remote bool) {
-	cli := testenv.RequireClaudeCLI(t)
-	fake, err := fakeanthropic.Start(fakeanthropic.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
-	env := append(testenv.ClaudeEnv(t.TempDir(), fake.URL()), "XDG_STATE_HOME="+t.TempDir())
-	args := []string{"--agent", "claude", "--data-dir", filepath.Join(t.TempDir(), "acp"), "--cli", cli}
-	if remote {
-		p := startServe(t, env, "--sandbox", "on", "--cli", "claude="+cli)
-		env, args = acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", "claude", "--runner", "http://" + p.addr}
-	}
-	c := startACP(t, env, args...)
-	cwd := filepath.Join(t.TempDir(), "proj")
-	if err := os.Mkdir(cwd, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	c, cwd, fake := openACP(t, "claude", remote)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})

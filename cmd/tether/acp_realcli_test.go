@@ -10,15 +10,18 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/tetherhq/tether/internal/testing/acpclient"
 	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testing/fakegemini"
+	"github.com/tetherhq/tether/internal/testing/fakehttp"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 )
 
 // realAgentACP is what tether acp --agent kind needs to run the real CLI
-// against a fake model server: its environment and the acp arguments.
-func realAgentACP(t testing.TB, kind string) (env, args []string) {
+// against a fake model server: its environment and the acp arguments, and
+// the fake, which records what the CLI asked it.
+func realAgentACP(t testing.TB, kind string) (env, args []string, fake *fakehttp.Server) {
 	t.Helper()
 	home := t.TempDir()
 	args = []string{"--agent", kind, "--data-dir", filepath.Join(t.TempDir(), "acp")}
@@ -31,7 +34,7 @@ func realAgentACP(t testing.TB, kind string) (env, args []string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fake.Close() })
-		return append(testenv.ClaudeEnv(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli)
+		return append(testenv.ClaudeEnv(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Server
 	case "codex", "opencode":
 		fake, err := fakeopenai.Start(fakeopenai.Options{SlowChunkDelay: slow})
 		if err != nil {
@@ -49,7 +52,7 @@ func realAgentACP(t testing.TB, kind string) (env, args []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return append(env, "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli)
+		return append(env, "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Server
 	case "gemini":
 		cli := fakegemini.RequireCLI(t)
 		fake, err := fakegemini.Start(fakegemini.Options{SlowChunkDelay: slow})
@@ -57,10 +60,26 @@ func realAgentACP(t testing.TB, kind string) (env, args []string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fake.Close() })
-		return append(fakegemini.Env(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli)
+		return append(fakegemini.Env(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Server
 	}
 	t.Fatalf("no agent %s", kind)
-	return nil, nil
+	return nil, nil, nil
+}
+
+// openACP starts tether acp with the real CLI of kind behind it, locally
+// or (remote) on a sandboxed runner, and gives it a cwd to work in.
+func openACP(t *testing.T, kind string, remote bool) (*acpclient.Client, string, *fakehttp.Server) {
+	env, args, fake := realAgentACP(t, kind)
+	if remote {
+		p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+args[len(args)-1])
+		env, args = acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", kind, "--runner", "http://" + p.addr}
+	}
+	c := startACP(t, env, args...)
+	cwd := filepath.Join(t.TempDir(), "proj")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return c, cwd, fake
 }
 
 // The whole ACP TCK against tether acp with each real CLI behind it,
@@ -72,7 +91,7 @@ func TestRealCLIACPConformanceGemini(t *testing.T)   { realTCK(t, "gemini") }
 
 func realTCK(t *testing.T, kind string) {
 	t.Parallel() // minutes each, mostly the CLI's start in each of the TCK's processes
-	env, args := realAgentACP(t, kind)
+	env, args, _ := realAgentACP(t, kind)
 	runTCK(t, env, args)
 }
 
@@ -95,16 +114,7 @@ func TestRealCLIACPGemini(t *testing.T)       { realACPSession(t, "gemini", "USE
 func TestRealCLIACPRunnerGemini(t *testing.T) { realACPSession(t, "gemini", "USE_SHELL touch ", true) }
 
 func realACPSession(t *testing.T, kind, makeFile string, remote bool) {
-	env, args := realAgentACP(t, kind)
-	if remote {
-		p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+args[len(args)-1])
-		env, args = acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", kind, "--runner", "http://" + p.addr}
-	}
-	c := startACP(t, env, args...)
-	cwd := filepath.Join(t.TempDir(), "proj")
-	if err := os.Mkdir(cwd, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	c, cwd, _ := openACP(t, kind, remote)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
@@ -190,7 +200,7 @@ func realTCKRunner(t *testing.T, kind string) {
 	if os.Getenv("CI") != "" {
 		t.Skip("minutes per agent: run by hand")
 	}
-	env, args := realAgentACP(t, kind)
+	env, args, _ := realAgentACP(t, kind)
 	cli := args[len(args)-1]
 	p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+cli)
 	runTCK(t, acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", kind, "--runner", "http://" + p.addr})
