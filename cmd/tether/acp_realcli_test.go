@@ -1,17 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/tetherhq/tether/internal/testing/acpclient"
 	"github.com/tetherhq/tether/internal/testing/fakeanthropic"
 	"github.com/tetherhq/tether/internal/testing/fakegemini"
+	"github.com/tetherhq/tether/internal/testing/fakehttp"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 	"github.com/tetherhq/tether/internal/testing/testenv"
 )
@@ -19,6 +24,13 @@ import (
 // realAgentACP is what tether acp --agent kind needs to run the real CLI
 // against a fake model server: its environment and the acp arguments.
 func realAgentACP(t *testing.T, kind string) (env, args []string) {
+	env, args, _ = realAgentACPImages(t, kind)
+	return env, args
+}
+
+// realAgentACPImages is realAgentACP, and the images its fake model
+// server was sent so far.
+func realAgentACPImages(t *testing.T, kind string) (env, args []string, images func() []fakehttp.Image) {
 	t.Helper()
 	home := t.TempDir()
 	args = []string{"--agent", kind, "--data-dir", filepath.Join(t.TempDir(), "acp")}
@@ -31,7 +43,7 @@ func realAgentACP(t *testing.T, kind string) (env, args []string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fake.Close() })
-		return append(testenv.ClaudeEnv(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli)
+		return append(testenv.ClaudeEnv(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Images
 	case "codex", "opencode":
 		fake, err := fakeopenai.Start(fakeopenai.Options{SlowChunkDelay: slow})
 		if err != nil {
@@ -49,7 +61,7 @@ func realAgentACP(t *testing.T, kind string) (env, args []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return append(env, "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli)
+		return append(env, "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Images
 	case "gemini":
 		cli := fakegemini.RequireCLI(t)
 		fake, err := fakegemini.Start(fakegemini.Options{SlowChunkDelay: slow})
@@ -57,10 +69,10 @@ func realAgentACP(t *testing.T, kind string) (env, args []string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fake.Close() })
-		return append(fakegemini.Env(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli)
+		return append(fakegemini.Env(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Images
 	}
 	t.Fatalf("no agent %s", kind)
-	return nil, nil
+	return nil, nil, nil
 }
 
 // The whole ACP TCK against tether acp with each real CLI behind it,
@@ -77,7 +89,8 @@ func realTCK(t *testing.T, kind string) {
 }
 
 // An editor's session with each real CLI behind tether acp: a streamed
-// turn, a tool call allowed (it ran: its file is there) and rejected (it
+// turn, a prompt with an image (the model was sent its bytes), a tool
+// call allowed (it ran: its file is there) and rejected (it
 // did not), a cancel mid-turn, and a load of the session after another
 // took its workspace.
 // Through a sandboxed runner the workspace is the runner's, so the tool
@@ -95,7 +108,7 @@ func TestRealCLIACPGemini(t *testing.T)       { realACPSession(t, "gemini", "USE
 func TestRealCLIACPRunnerGemini(t *testing.T) { realACPSession(t, "gemini", "USE_SHELL touch ", true) }
 
 func realACPSession(t *testing.T, kind, makeFile string, remote bool) {
-	env, args := realAgentACP(t, kind)
+	env, args, images := realAgentACPImages(t, kind)
 	if remote {
 		p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+args[len(args)-1])
 		env, args = acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", kind, "--runner", "http://" + p.addr}
@@ -115,6 +128,7 @@ func realACPSession(t *testing.T, kind, makeFile string, remote bool) {
 	if err != nil || r.StopReason != acp.StopReasonEndTurn || !strings.Contains(text(c.Updates(), false), "hello from "+kind) {
 		t.Fatalf("text turn: %+v %v %q\n%s", r, err, text(c.Updates(), false), c.Stderr.String())
 	}
+	realACPImage(ctx, t, c, s.SessionId, images)
 	for _, tc := range []struct {
 		answer acp.PermissionOptionKind
 		file   string
@@ -194,4 +208,24 @@ func realTCKRunner(t *testing.T, kind string) {
 	cli := args[len(args)-1]
 	p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+cli)
 	runTCK(t, acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", kind, "--runner", "http://" + p.addr})
+}
+
+// realACPImage prompts with a 1x1 PNG and checks the model was sent it.
+func realACPImage(ctx context.Context, t *testing.T, c *acpclient.Client, id acp.SessionId, images func() []fakehttp.Image) {
+	t.Helper()
+	if !c.TakesImages {
+		t.Fatal("tether acp does not declare promptCapabilities.image")
+	}
+	png, err := base64.StdEncoding.DecodeString(tinyPNG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Reset()
+	r, err := c.Prompt(ctx, acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{acp.TextBlock("SAY a pixel"), acp.ImageBlock(tinyPNG, "image/png")}})
+	if err != nil || r.StopReason != acp.StopReasonEndTurn || !strings.Contains(text(c.Updates(), false), "a pixel") {
+		t.Fatalf("a prompt with an image: %+v %v %q\n%s", r, err, text(c.Updates(), false), c.Stderr.String())
+	}
+	if !slices.ContainsFunc(images(), func(img fakehttp.Image) bool { return img.MediaType == "image/png" && bytes.Equal(img.Data, png) }) {
+		t.Fatalf("the model was sent images %+v, not the prompt's", images())
+	}
 }
