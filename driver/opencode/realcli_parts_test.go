@@ -139,6 +139,9 @@ func TestRealCLIPromptImage(t *testing.T) {
 	if users := find(r.seen, agent.KindItemCompleted, agent.ItemUserMessage); len(users) != 1 || users[0].Item.Text != "SAY a pixel" {
 		t.Errorf("user messages %+v", users)
 	}
+	if files := toolCalls(r.seen)["file"]; len(files) != 1 || files[0] != `{"mime":"image/png"}` {
+		t.Errorf("the image's file item %q", files)
+	}
 	images := env.fake.Images()
 	if len(images) != 1 || images[0].MediaType != "image/png" || !bytes.Equal(images[0].Data, png) {
 		t.Fatalf("the model was sent images %+v, want the prompt's", images)
