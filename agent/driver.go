@@ -31,6 +31,8 @@ type Capabilities struct {
 	// models to offer (the agent's provider may serve others).
 	SetModel bool     `json:"set_model,omitempty"`
 	Models   []string `json:"models,omitempty"`
+	// Images: a prompt may carry images (Prompt.Images).
+	Images bool `json:"images,omitempty"`
 }
 
 // Driver starts sessions of one agent kind.
@@ -97,6 +99,11 @@ type Prompt struct {
 	// message's content: a string or content blocks), for a client that
 	// speaks it; Text then says what it reads as.
 	Native json.RawMessage `json:"native,omitempty"`
+	// Images go with the text where the agent takes them
+	// (Capabilities.Images); a driver refuses them otherwise with an
+	// *UnsupportedError, and refuses an image it cannot send with an
+	// *InvalidImageError.
+	Images []Image `json:"images,omitempty"`
 }
 
 // Batcher is a session that hands its events over in the batches they

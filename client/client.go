@@ -118,6 +118,8 @@ func (e *Error) Is(target error) bool {
 		return target == agent.ErrUnsupported
 	case "invalid_settings":
 		return target == agent.ErrInvalidSettings
+	case "invalid_image":
+		return target == agent.ErrInvalidImage
 	case "session_not_found":
 		return target == ErrNotFound
 	case "unauthorized":
@@ -246,7 +248,21 @@ func (c *Client) Get(ctx context.Context, id string) (Session, error) {
 
 // Prompt starts a turn.
 func (c *Client) Prompt(ctx context.Context, id, text string) error {
-	return c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/prompt", agent.Prompt{Text: text}, nil)
+	return c.PromptImages(ctx, id, text)
+}
+
+// promptBody is the sessions API's prompt: text, and images in base64.
+type promptBody struct {
+	Text   string        `json:"text"`
+	Images []agent.Image `json:"images,omitempty"`
+}
+
+// PromptImages starts a turn whose prompt carries images with its text,
+// for an agent whose capabilities say images. A bad image is an error
+// matching agent.ErrInvalidImage (the API's invalid_image), an agent
+// that takes none one matching agent.ErrUnsupported.
+func (c *Client) PromptImages(ctx context.Context, id, text string, images ...agent.Image) error {
+	return c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/prompt", promptBody{Text: text, Images: images}, nil)
 }
 
 // Configure changes a running session's mode or model.

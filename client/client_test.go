@@ -15,6 +15,7 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
+	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/internal/mockclaude"
 	"github.com/tetherhq/tether/internal/testing/runnertest"
 )
@@ -223,5 +224,34 @@ func TestClientFeed(t *testing.T) {
 			t.Fatalf("resumed feed: %+v %v", fe, err)
 		}
 		break
+	}
+}
+
+// A prompt's images go through the API to the agent; a bad one is an
+// error matching agent.ErrInvalidImage.
+func TestClientPromptImages(t *testing.T) {
+	base := runnertest.SessionsAPI(t, map[string]agent.Driver{"mock": mock.New(mock.Config{})})
+	c := &client.Client{BaseURL: base}
+	ctx := ctxFor(t)
+	s, err := c.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PromptImages(ctx, s.ID, "look", agent.Image{MediaType: "image/tiff", Data: []byte{1}}); !errors.Is(err, agent.ErrInvalidImage) {
+		t.Fatalf("a tiff: %v", err)
+	}
+	if err := c.PromptImages(ctx, s.ID, "look", agent.Image{MediaType: "image/gif", Data: []byte("GIF89a")}); err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range c.Events(ctx, s.ID, 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == agent.KindTurnCompleted {
+			if want := "You sent 1 image (image/gif 6 bytes)."; !strings.Contains(e.Turn.Text, want) {
+				t.Errorf("reply %q, want it to say %q", e.Turn.Text, want)
+			}
+			break
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +24,7 @@ import (
 // realAgentACP is what tether acp --agent kind needs to run the real CLI
 // against a fake model server: its environment and the acp arguments, and
 // the fake, which records what the CLI asked it.
-func realAgentACP(t testing.TB, kind string) (env, args []string, fake *fakehttp.Server) {
+func realAgentACP(t testing.TB, kind string) (env, args []string, fake modelFake) {
 	t.Helper()
 	home := t.TempDir()
 	args = []string{"--agent", kind, "--data-dir", filepath.Join(t.TempDir(), "acp")}
@@ -34,7 +37,7 @@ func realAgentACP(t testing.TB, kind string) (env, args []string, fake *fakehttp
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fake.Close() })
-		return append(testenv.ClaudeEnv(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Server
+		return append(testenv.ClaudeEnv(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake
 	case "codex", "opencode":
 		fake, err := fakeopenai.Start(fakeopenai.Options{SlowChunkDelay: slow})
 		if err != nil {
@@ -52,7 +55,7 @@ func realAgentACP(t testing.TB, kind string) (env, args []string, fake *fakehttp
 		if err != nil {
 			t.Fatal(err)
 		}
-		return append(env, "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Server
+		return append(env, "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake
 	case "gemini":
 		cli := fakegemini.RequireCLI(t)
 		fake, err := fakegemini.Start(fakegemini.Options{SlowChunkDelay: slow})
@@ -60,15 +63,22 @@ func realAgentACP(t testing.TB, kind string) (env, args []string, fake *fakehttp
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fake.Close() })
-		return append(fakegemini.Env(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake.Server
+		return append(fakegemini.Env(home, fake.URL()), "XDG_STATE_HOME="+t.TempDir()), append(args, "--cli", cli), fake
 	}
 	t.Fatalf("no agent %s", kind)
 	return nil, nil, nil
 }
 
+// modelFake is what a test reads of a fake model server: the requests
+// the CLI sent it and the images in them.
+type modelFake interface {
+	Requests() []fakehttp.Request
+	Images() []fakehttp.Image
+}
+
 // openACP starts tether acp with the real CLI of kind behind it, locally
 // or (remote) on a sandboxed runner, and gives it a cwd to work in.
-func openACP(t *testing.T, kind string, remote bool) (*acpclient.Client, string, *fakehttp.Server) {
+func openACP(t *testing.T, kind string, remote bool) (*acpclient.Client, string, modelFake) {
 	env, args, fake := realAgentACP(t, kind)
 	if remote {
 		p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+args[len(args)-1])
@@ -96,7 +106,8 @@ func realTCK(t *testing.T, kind string) {
 }
 
 // An editor's session with each real CLI behind tether acp: a streamed
-// turn, a tool call allowed (it ran: its file is there) and rejected (it
+// turn, a prompt with an image (the model was sent its bytes), a tool
+// call allowed (it ran: its file is there) and rejected (it
 // did not), a cancel mid-turn, and a load of the session after another
 // took its workspace.
 // Through a sandboxed runner the workspace is the runner's, so the tool
@@ -114,7 +125,7 @@ func TestRealCLIACPGemini(t *testing.T)       { realACPSession(t, "gemini", "USE
 func TestRealCLIACPRunnerGemini(t *testing.T) { realACPSession(t, "gemini", "USE_SHELL touch ", true) }
 
 func realACPSession(t *testing.T, kind, makeFile string, remote bool) {
-	c, cwd, _ := openACP(t, kind, remote)
+	c, cwd, fake := openACP(t, kind, remote)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
@@ -125,6 +136,7 @@ func realACPSession(t *testing.T, kind, makeFile string, remote bool) {
 	if err != nil || r.StopReason != acp.StopReasonEndTurn || !strings.Contains(text(c.Updates(), false), "hello from "+kind) {
 		t.Fatalf("text turn: %+v %v %q\n%s", r, err, text(c.Updates(), false), c.Stderr.String())
 	}
+	realACPImage(ctx, t, c, s.SessionId, fake.Images)
 	for _, tc := range []struct {
 		answer acp.PermissionOptionKind
 		file   string
@@ -204,4 +216,24 @@ func realTCKRunner(t *testing.T, kind string) {
 	cli := args[len(args)-1]
 	p := startServe(t, env, "--sandbox", "on", "--cli", kind+"="+cli)
 	runTCK(t, acpEnv("TETHER_AUTH_TOKEN="+testToken), []string{"--agent", kind, "--runner", "http://" + p.addr})
+}
+
+// realACPImage prompts with a 1x1 PNG and checks the model was sent it.
+func realACPImage(ctx context.Context, t *testing.T, c *acpclient.Client, id acp.SessionId, images func() []fakehttp.Image) {
+	t.Helper()
+	if !c.TakesImages {
+		t.Fatal("tether acp does not declare promptCapabilities.image")
+	}
+	png, err := base64.StdEncoding.DecodeString(tinyPNG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Reset()
+	r, err := c.Prompt(ctx, acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{acp.TextBlock("SAY a pixel"), acp.ImageBlock(tinyPNG, "image/png")}})
+	if err != nil || r.StopReason != acp.StopReasonEndTurn || !strings.Contains(text(c.Updates(), false), "a pixel") {
+		t.Fatalf("a prompt with an image: %+v %v %q\n%s", r, err, text(c.Updates(), false), c.Stderr.String())
+	}
+	if !slices.ContainsFunc(images(), func(img fakehttp.Image) bool { return img.MediaType == "image/png" && bytes.Equal(img.Data, png) }) {
+		t.Fatalf("the model was sent images %+v, not the prompt's", images())
+	}
 }

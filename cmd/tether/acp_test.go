@@ -33,6 +33,7 @@ func startACP(t testing.TB, env []string, args ...string) *acpclient.Client {
 		t.Fatalf("initialize: %+v", init)
 	}
 	c.CanLoad = init.AgentCapabilities.LoadSession
+	c.TakesImages = init.AgentCapabilities.PromptCapabilities.Image
 	return c
 }
 
@@ -191,6 +192,7 @@ func testACPMock(t *testing.T, c *acpclient.Client, cwd string, remote bool) acp
 	if _, err := prompt(ctx, c, "ses_nosuch", "hello"); !isCode(err, -32602) {
 		t.Fatalf("a prompt to an unknown session: %v", err)
 	}
+	testACPMockImages(t, c, s.SessionId)
 	return s.SessionId
 }
 
@@ -226,6 +228,41 @@ func testACPModes(ctx context.Context, t *testing.T, c *acpclient.Client, s acp.
 	}
 	if _, err := c.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "default"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tinyPNG is a 1x1 PNG.
+const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+// testACPMockImages prompts the mock with an image, which its reply
+// counts, and with images it cannot take, which are refused as invalid
+// params.
+func testACPMockImages(t *testing.T, c *acpclient.Client, id acp.SessionId) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if !c.TakesImages {
+		t.Fatal("tether acp --agent mock does not declare promptCapabilities.image")
+	}
+	withImage := func(data, mimeType string) acp.PromptRequest {
+		return acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{acp.TextBlock("what is this?"), acp.ImageBlock(data, mimeType)}}
+	}
+	c.Reset()
+	r, err := c.Prompt(ctx, withImage(tinyPNG, "image/png"))
+	if err != nil || r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("a prompt with an image: %+v %v", r, err)
+	}
+	if got, want := text(c.Updates(), false), "You sent 1 image (image/png 70 bytes)."; !strings.Contains(got, want) {
+		t.Fatalf("the reply %q does not say %q", got, want)
+	}
+	for name, req := range map[string]acp.PromptRequest{
+		"not base64": withImage("not base64!", "image/png"),
+		"an svg":     withImage("PHN2Zy8+", "image/svg+xml"),
+		"no data":    withImage("", "image/png"),
+		"no text":    {SessionId: id, Prompt: []acp.ContentBlock{acp.ImageBlock(tinyPNG, "image/png")}},
+	} {
+		if _, err := c.Prompt(ctx, req); !isCode(err, -32602) {
+			t.Errorf("%s: %v, want invalid params", name, err)
+		}
 	}
 }
 

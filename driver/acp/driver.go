@@ -57,6 +57,10 @@ type Spec struct {
 	// switch to: those that stop asking for approval altogether, which
 	// would take every later call out of the runner's approvals.
 	WithheldModes []string
+	// Images: the release tested declares promptCapabilities.image, so
+	// the driver says it takes images before a session has asked (a
+	// session goes by what its agent declares).
+	Images bool
 }
 
 // Driver runs sessions of one ACP agent kind; it implements agent.Driver.
@@ -109,7 +113,7 @@ func New(cfg driver.Config, spec Spec) (*Driver, error) {
 		}
 	}
 	return &Driver{spec: spec, cfg: cfg, cli: cli, version: version,
-		caps: agent.Capabilities{Resume: !spec.NoResume, Diff: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways}}}, nil
+		caps: agent.Capabilities{Resume: !spec.NoResume, Diff: true, Images: spec.Images, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways}}}, nil
 }
 
 func lastWord(s string) string {
@@ -127,9 +131,9 @@ func (d *Driver) Name() string { return d.spec.Name }
 func (d *Driver) Version() string { return d.version }
 
 // Capabilities are what the agent's last initialize answer declared
-// (resume when it loads or resumes sessions), with the session's diff and
-// approvals allowed once or always; before any session, what the kinds
-// built on ACP here declare.
+// (resume when it loads or resumes sessions, images when it takes image
+// blocks), with the session's diff and approvals allowed once or always;
+// before any session, what the kind's Spec says.
 func (d *Driver) Capabilities() agent.Capabilities {
 	d.mu.Lock()
 	defer d.mu.Unlock()

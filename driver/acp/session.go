@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"iter"
@@ -40,6 +41,7 @@ type session struct {
 
 	mu          sync.Mutex
 	m           *mapper
+	caps        agent.Capabilities // what the agent's initialize declared
 	native      string
 	turnOn      bool
 	interrupted bool
@@ -95,6 +97,9 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 		return fmt.Errorf("%s: initialize: %w", name, err)
 	}
 	caps := capabilitiesOf(init.AgentCapabilities, s.d.spec)
+	s.mu.Lock()
+	s.caps = caps
+	s.mu.Unlock()
 	mcp := []acpsdk.McpServer{}
 	var id acpsdk.SessionId
 	var modes *acpsdk.SessionModeState
@@ -146,6 +151,7 @@ func capabilitiesOf(c acpsdk.AgentCapabilities, spec Spec) agent.Capabilities {
 	return agent.Capabilities{
 		Resume: (c.LoadSession || c.SessionCapabilities.Resume != nil) && !spec.NoResume,
 		Diff:   true,
+		Images: c.PromptCapabilities.Image,
 		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways},
 	}
 }
@@ -184,12 +190,24 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	case s.turnOn:
 		return agent.ErrTurnInProgress
 	}
+	if err := agent.CheckImages(s.d.spec.Name, s.caps, p); err != nil {
+		return err
+	}
 	s.turnOn, s.interrupted = true, false
 	s.out.Add(s.m.startTurn(p.RequestID))
-	req := acpsdk.PromptRequest{SessionId: acpsdk.SessionId(s.native), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(p.Text)}}
+	req := acpsdk.PromptRequest{SessionId: acpsdk.SessionId(s.native), Prompt: promptBlocks(p)}
 	s.wg.Add(1)
 	go s.runTurn(req)
 	return nil
+}
+
+// promptBlocks is a prompt as content blocks: its images, then its text.
+func promptBlocks(p agent.Prompt) []acpsdk.ContentBlock {
+	blocks := make([]acpsdk.ContentBlock, 0, len(p.Images)+1)
+	for _, img := range p.Images {
+		blocks = append(blocks, acpsdk.ImageBlock(base64.StdEncoding.EncodeToString(img.Data), img.MediaType))
+	}
+	return append(blocks, acpsdk.TextBlock(p.Text))
 }
 
 // runTurn waits for the prompt's answer and ends the turn.

@@ -35,7 +35,7 @@ var _ agent.Driver = (*Canonical)(nil)
 func (d *Canonical) Name() string { return "claude" }
 
 func (d *Canonical) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Questions: true, EditInput: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession},
+	return agent.Capabilities{Resume: true, Fork: true, Questions: true, EditInput: true, Images: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession},
 		Modes: modes(), SetModel: true, Models: models()}
 }
 
@@ -423,6 +423,10 @@ func (s *canonicalSession) Prompt(ctx context.Context, p agent.Prompt) error {
 	case s.turn:
 		s.mu.Unlock()
 		return agent.ErrTurnInProgress
+	}
+	if err := p.ValidateImages(); err != nil {
+		s.mu.Unlock()
+		return err
 	}
 	in, text, err := promptInput(p)
 	if err != nil {

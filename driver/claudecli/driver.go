@@ -82,7 +82,7 @@ func New(cfg Config) (*Driver, error) {
 func (d *Driver) Name() string { return "claude" }
 
 func (d *Driver) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Questions: true, Native: true, EditInput: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession},
+	return agent.Capabilities{Resume: true, Questions: true, Native: true, EditInput: true, Images: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession},
 		Modes: modes(), SetModel: true, Models: models()}
 }
 

@@ -46,7 +46,16 @@ func (s *canonicalSession) nativeLine(line []byte) {
 // text.
 func promptInput(p agent.Prompt) (claude.UserInput, string, error) {
 	if len(p.Native) == 0 {
-		return claude.UserInput{Content: cc.Content{cc.TextBlock{Text: p.Text}}}, p.Text, nil
+		// Images first, then the text: the order Anthropic advises.
+		content := make(cc.Content, 0, len(p.Images)+1)
+		for _, img := range p.Images {
+			content = append(content, cc.Base64Image(img.MediaType, img.Data))
+		}
+		return claude.UserInput{Content: append(content, cc.TextBlock{Text: p.Text})}, p.Text, nil
+	}
+	if len(p.Images) > 0 {
+		return claude.UserInput{}, "", &agent.InvalidImageError{MediaType: p.Images[0].MediaType,
+			Reason: "a native prompt carries its images in its own content"}
 	}
 	var content cc.Content
 	if err := json.Unmarshal(p.Native, &content); err != nil {

@@ -86,7 +86,7 @@ func (d *Driver) Name() string { return Name }
 // diff, questions (request_user_input, MCP elicitations); approvals allow
 // once or for the session.
 func (d *Driver) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Steer: true, Diff: true, Questions: true,
+	return agent.Capabilities{Resume: true, Fork: true, Steer: true, Diff: true, Questions: true, Images: true,
 		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}, SetModel: true}
 }
 

@@ -316,11 +316,15 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 		s.mu.Unlock()
 		return agent.ErrTurnInProgress
 	}
+	if err := p.ValidateImages(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	s.turnOn = true
 	thread, model := s.thread, s.model
 	s.mu.Unlock()
 	var res codexapp.TurnStartResponse
-	err := s.rpc.call(ctx, &codexapp.TurnStartParams{ThreadID: thread, Input: codexapp.TextInput(p.Text), Model: model}, &res)
+	err := s.rpc.call(ctx, &codexapp.TurnStartParams{ThreadID: thread, Input: userInput(p), Model: model}, &res)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -338,6 +342,15 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 		s.timer = time.AfterFunc(t, func() { s.interruptPastLimit(id) })
 	}
 	return nil
+}
+
+// userInput is a prompt as the turn's input: its images, then its text.
+func userInput(p agent.Prompt) []codexapp.UserInput {
+	in := make([]codexapp.UserInput, 0, len(p.Images)+1)
+	for _, img := range p.Images {
+		in = append(in, codexapp.ImageInput(img.MediaType, img.Data))
+	}
+	return append(in, codexapp.TextInput(p.Text)...)
 }
 
 // interruptPastLimit interrupts turn id, which ran past
@@ -375,7 +388,10 @@ func (s *session) Steer(ctx context.Context, p agent.Prompt) error {
 	case turn == "":
 		return agent.ErrNoTurn
 	}
-	err := s.rpc.call(ctx, &codexapp.TurnSteerParams{ThreadID: thread, ExpectedTurnID: turn, Input: codexapp.TextInput(p.Text)}, nil)
+	if err := p.ValidateImages(); err != nil {
+		return err
+	}
+	err := s.rpc.call(ctx, &codexapp.TurnSteerParams{ThreadID: thread, ExpectedTurnID: turn, Input: userInput(p)}, nil)
 	if err != nil {
 		return fmt.Errorf("codex: steer: %w", err)
 	}

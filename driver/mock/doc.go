@@ -21,6 +21,9 @@
 //   - SLOW: the turn waits, on its context and not on the clock, until it
 //     is interrupted or the session closes.
 //
+// A prompt may carry images: the reply says how many came, with their
+// media types and sizes ("You sent 1 image (image/png 68 bytes).").
+//
 // Conversations are kept in memory by native id within a Driver, so a
 // later Start may resume one (its items, its workspace changes); with the
 // option {"turns": N} a resume of a conversation the Driver does not hold

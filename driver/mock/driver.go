@@ -81,7 +81,7 @@ func New(cfg Config) *Driver {
 func (d *Driver) Name() string { return "mock" }
 
 func (d *Driver) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Steer: true, Questions: true, Diff: true,
+	return agent.Capabilities{Resume: true, Steer: true, Questions: true, Diff: true, Images: true,
 		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}, Modes: modes(), SetModel: true, Models: []string{DefaultModel, "mock-2"}}
 }
 

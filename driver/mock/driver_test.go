@@ -500,3 +500,26 @@ func TestConfigureModeAndModel(t *testing.T) {
 		t.Fatalf("the default mode wrote no notes: %v", err)
 	}
 }
+
+// A prompt's images show in the reply: their count, types and sizes; an
+// image the models would not take is refused before the turn starts.
+func TestImagesShowInTheReply(t *testing.T) {
+	d := New(Config{})
+	if !d.Capabilities().Images {
+		t.Fatal("the mock takes images")
+	}
+	st := start(t, d, agent.StartRequest{})
+	bad := agent.Prompt{Text: "look", Images: []agent.Image{{MediaType: "image/bmp", Data: []byte{1}}}}
+	if err := st.s.Prompt(ctxFor(t), bad); !errors.Is(err, agent.ErrInvalidImage) {
+		t.Fatalf("a bmp: %v", err)
+	}
+	p := agent.Prompt{Text: "look", Images: []agent.Image{
+		{MediaType: "image/png", Data: make([]byte, 68)}, {MediaType: "image/jpeg", Data: make([]byte, 1024)}}}
+	if err := st.s.Prompt(ctxFor(t), p); err != nil {
+		t.Fatal(err)
+	}
+	end := st.untilKind(agent.KindTurnCompleted)
+	if want := "You sent 2 images (image/png 68 bytes, image/jpeg 1024 bytes)."; !strings.Contains(end.Turn.Text, want) {
+		t.Errorf("reply %q, want it to say %q", end.Turn.Text, want)
+	}
+}

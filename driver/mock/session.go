@@ -120,8 +120,12 @@ func (s *session) Prompt(_ context.Context, p agent.Prompt) error {
 	case s.turn != nil:
 		return agent.ErrTurnInProgress
 	}
+	if err := agent.CheckImages(s.d.Name(), s.d.Capabilities(), p); err != nil {
+		return err
+	}
 	s.conv.turns++
 	t := newTurn(s, s.conv.turns, p.Text)
+	t.images = p.Images
 	s.turn = t
 	s.emitLocked(t.event(agent.KindTurnStarted, func(e *agent.Event) { e.Turn = &agent.TurnInfo{} }),
 		t.itemEvent(agent.KindItemCompleted, agent.Item{ID: t.id + "/user", Type: agent.ItemUserMessage, Status: agent.ItemDone, Text: p.Text}))
@@ -160,6 +164,9 @@ func (s *session) Steer(_ context.Context, p agent.Prompt) error {
 		return agent.ErrSessionEnded
 	case t == nil:
 		return agent.ErrNoTurn
+	}
+	if err := agent.CheckImages(s.d.Name(), s.d.Capabilities(), p); err != nil {
+		return err
 	}
 	t.steers = append(t.steers, p.Text)
 	s.emitLocked(t.itemEvent(agent.KindItemCompleted, agent.Item{ID: t.id + "/steer-" + strconv.Itoa(len(t.steers)),

@@ -46,6 +46,9 @@ type turnRun struct {
 	outcomes []string // what approvals and questions decided, for the reply
 	planOnly bool     // the session is in ModePlan
 	model    string   // the model Configure set, for the reply to name
+	// images are the prompt's, which the reply counts so a client sees
+	// they arrived.
+	images []agent.Image
 }
 
 func newTurn(s *session, n int, prompt string) *turnRun {
@@ -357,6 +360,9 @@ func (t *turnRun) reply() error {
 
 func (t *turnRun) replyText() string {
 	parts := []string{fmt.Sprintf("Mock reply to turn %d: you said %q.", t.n, t.prompt)}
+	if len(t.images) > 0 {
+		parts = append(parts, imagesSeen(t.images))
+	}
 	parts = append(parts, t.outcomes...)
 	t.s.mu.Lock()
 	for _, st := range t.steers {
@@ -373,6 +379,20 @@ func (t *turnRun) replyText() string {
 		parts = append(parts, "Model: "+t.model+".")
 	}
 	return strings.Join(parts, " ")
+}
+
+// imagesSeen says how many images came, of which types and sizes:
+// "You sent 2 images (image/png 68 bytes, image/jpeg 1024 bytes)."
+func imagesSeen(images []agent.Image) string {
+	each := make([]string, len(images))
+	for i, img := range images {
+		each[i] = fmt.Sprintf("%s %d bytes", img.MediaType, len(img.Data))
+	}
+	noun := "images"
+	if len(images) == 1 {
+		noun = "image"
+	}
+	return fmt.Sprintf("You sent %d %s (%s).", len(images), noun, strings.Join(each, ", "))
 }
 
 // usage is made up and deterministic: words in, words out.

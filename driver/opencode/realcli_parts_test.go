@@ -1,7 +1,10 @@
 package opencode
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -108,5 +111,39 @@ func TestRealCLIPromptParts(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("Messages %q, want %q", got, want)
 		}
+	}
+}
+
+// A prompt's image goes to OpenCode as a file part with a data: URL and
+// reaches the model's request as an image of the same bytes (the test's
+// model declares image input); the turn's user message is its text.
+func TestRealCLIPromptImage(t *testing.T) {
+	env := newRealEnv(t, nil)
+	if !env.driver.Capabilities().Images {
+		t.Fatal("opencode takes images")
+	}
+	r := env.start(t, agent.StartRequest{})
+	png, err := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.s.Prompt(ctxT(t), agent.Prompt{Text: "SAY a pixel", Images: []agent.Image{{MediaType: "image/gif", Data: nil}}}); !errors.Is(err, agent.ErrInvalidImage) {
+		t.Fatalf("an image without data: %v", err)
+	}
+	if err := r.s.Prompt(ctxT(t), agent.Prompt{Text: "SAY a pixel", Images: []agent.Image{{MediaType: "image/png", Data: png}}}); err != nil {
+		t.Fatal(err)
+	}
+	if end := r.turnEnd(); end.Turn.Status != agent.TurnCompleted || end.Turn.Text != "a pixel" {
+		t.Fatalf("turn %+v %+v", end.Turn, end.Error)
+	}
+	if users := find(r.seen, agent.KindItemCompleted, agent.ItemUserMessage); len(users) != 1 || users[0].Item.Text != "SAY a pixel" {
+		t.Errorf("user messages %+v", users)
+	}
+	if files := toolCalls(r.seen)["file"]; len(files) != 1 || files[0] != `{"mime":"image/png"}` {
+		t.Errorf("the image's file item %q", files)
+	}
+	images := env.fake.Images()
+	if len(images) != 1 || images[0].MediaType != "image/png" || !bytes.Equal(images[0].Data, png) {
+		t.Fatalf("the model was sent images %+v, want the prompt's", images)
 	}
 }

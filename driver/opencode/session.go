@@ -3,6 +3,7 @@ package opencode
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -206,6 +207,10 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 		s.mu.Unlock()
 		return agent.ErrTurnInProgress
 	}
+	if err := p.ValidateImages(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	s.out.Add(s.mapper.startTurn()...)
 	turn := s.mapper.turn
 	if limit := s.d.cfg.TurnTimeout; limit > 0 {
@@ -214,7 +219,7 @@ func (s *session) Prompt(ctx context.Context, p agent.Prompt) error {
 	s.mu.Unlock()
 	path, err := oc.SessionPromptAsyncPath(s.native)
 	if err == nil {
-		body := oc.NewTextPrompt(p.Text)
+		body := promptRequest(p)
 		s.mu.Lock()
 		body.Model, body.Agent = s.model, s.opts.Agent
 		s.mu.Unlock()
@@ -258,6 +263,16 @@ func (s *session) Configure(_ context.Context, set agent.Settings) error {
 		s.model = model
 	}
 	return nil
+}
+
+// promptRequest is a prompt as OpenCode's parts: its images as files with
+// data: URLs, then its text.
+func promptRequest(p agent.Prompt) oc.PromptRequest {
+	parts := make([]oc.PartInput, 0, len(p.Images)+1)
+	for _, img := range p.Images {
+		parts = append(parts, oc.FileInput{Mime: img.MediaType, URL: "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)})
+	}
+	return oc.PromptRequest{Parts: append(parts, oc.TextInput{Text: p.Text})}
 }
 
 // Steer is not offered: OpenCode's API has no call that adds to a running

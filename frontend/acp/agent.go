@@ -30,7 +30,7 @@ func (f *front) Initialize(ctx context.Context, p acpsdk.InitializeRequest) (acp
 		ProtocolVersion: acpsdk.ProtocolVersion(acpsdk.ProtocolVersionNumber),
 		AgentCapabilities: acpsdk.AgentCapabilities{
 			LoadSession:         caps.Resume, // a load of an ended session resumes its agent
-			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true, Image: caps.Images},
 			SessionCapabilities: sc,
 		},
 		AgentInfo:   &acpsdk.Implementation{Name: "tether", Title: acpsdk.Ptr("Tether (" + f.cfg.Agent + ")"), Version: f.cfg.Version},
@@ -237,7 +237,7 @@ func rpcError(err error) error {
 	switch {
 	case errors.As(err, &re):
 		return re
-	case errors.Is(err, agent.ErrInvalidSettings):
+	case errors.Is(err, agent.ErrInvalidSettings), errors.Is(err, agent.ErrInvalidImage):
 		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	case errors.Is(err, sessions.ErrNotFound), errors.Is(err, sessions.ErrUnknownAgent), errors.Is(err, agent.ErrTurnInProgress),
 		errors.Is(err, sessions.ErrEnded), errors.Is(err, agent.ErrUnsupported):

@@ -80,7 +80,7 @@ func (c *RemoteCore) Close(ctx context.Context, id string) error {
 }
 
 func (c *RemoteCore) Prompt(ctx context.Context, id string, p agent.Prompt) error {
-	return coreError(c.client.Prompt(ctx, id, p.Text)) // the API takes the text only
+	return coreError(c.client.PromptImages(ctx, id, p.Text, p.Images...))
 }
 
 func (c *RemoteCore) Interrupt(ctx context.Context, id string) error {

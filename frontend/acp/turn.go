@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -58,7 +59,7 @@ func (f *front) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 	if info.State == sessions.StateEnded {
 		return acpsdk.PromptResponse{}, acpsdk.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("session %q has ended: session/load it first", id)})
 	}
-	text, err := promptText(p.Prompt)
+	prompt, err := f.promptOf(p.Prompt)
 	if err != nil {
 		return acpsdk.PromptResponse{}, err
 	}
@@ -83,7 +84,8 @@ func (f *front) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Prom
 		f.wg.Done()
 	}()
 	req := newRequestID()
-	if err := core.Prompt(t.ctx, id, agent.Prompt{Text: text, RequestID: req}); err != nil {
+	prompt.RequestID = req
+	if err := core.Prompt(t.ctx, id, prompt); err != nil {
 		return acpsdk.PromptResponse{}, rpcError(err)
 	}
 	return f.follow(core, id, info, req, t)
@@ -177,9 +179,11 @@ func stopReason(e agent.Event, cancelled bool) (acpsdk.PromptResponse, error) {
 	return acpsdk.PromptResponse{}, acpsdk.NewInternalError(map[string]any{"error": msg})
 }
 
-// promptText flattens the prompt's blocks into the text the agent takes:
-// text as it is, embedded text resources and resource links as context.
-func promptText(blocks []acpsdk.ContentBlock) (string, error) {
+// promptOf is a session/prompt's content as the agent's prompt: text,
+// resource links and embedded text resources as text, images (where the
+// agent takes them) as images.
+func (f *front) promptOf(blocks []acpsdk.ContentBlock) (agent.Prompt, error) {
+	var p agent.Prompt
 	var b strings.Builder
 	add := func(s string) {
 		if b.Len() > 0 {
@@ -196,14 +200,39 @@ func promptText(blocks []acpsdk.ContentBlock) (string, error) {
 		case c.Resource != nil && c.Resource.Resource.TextResourceContents != nil:
 			r := c.Resource.Resource.TextResourceContents
 			add(fmt.Sprintf("<resource uri=%q>\n%s\n</resource>", r.Uri, r.Text))
+		case c.Image != nil:
+			img, err := f.imageOf(len(p.Images), c.Image)
+			if err != nil {
+				return p, err
+			}
+			p.Images = append(p.Images, img)
 		default:
-			return "", acpsdk.NewInvalidParams(map[string]any{"error": "the agent behind tether takes text, resource links and embedded text resources only"})
+			return p, acpsdk.NewInvalidParams(map[string]any{"error": "the agent behind tether takes text, resource links, embedded text resources and images only"})
 		}
 	}
 	if b.Len() == 0 {
-		return "", acpsdk.NewInvalidParams(map[string]any{"error": "the prompt is empty"})
+		return p, acpsdk.NewInvalidParams(map[string]any{"error": "the prompt has no text"})
 	}
-	return b.String(), nil
+	p.Text = b.String()
+	return p, nil
+}
+
+// imageOf is the n-th image block of a prompt as the agent's image, or an
+// invalid-params error that says why not.
+func (f *front) imageOf(n int, c *acpsdk.ContentBlockImage) (agent.Image, error) {
+	if !f.cfg.Capabilities.Images {
+		return agent.Image{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
+			"the %s agent behind tether takes no images: send the prompt as text", f.cfg.Agent)})
+	}
+	data, err := base64.StdEncoding.DecodeString(c.Data)
+	if err != nil {
+		return agent.Image{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("image %d: its data is not base64: %v", n, err)})
+	}
+	img := agent.Image{MediaType: c.MimeType, Data: data}
+	if err := img.Validate(); err != nil {
+		return agent.Image{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("image %d: %v", n, err)})
+	}
+	return img, nil
 }
 
 func newRequestID() string {

@@ -41,6 +41,8 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, "no_turn", err.Error())
 	case errors.Is(err, agent.ErrSessionEnded), errors.Is(err, sessions.ErrEnded):
 		writeError(w, http.StatusConflict, "session_ended", err.Error())
+	case errors.Is(err, agent.ErrInvalidImage):
+		writeError(w, http.StatusBadRequest, "invalid_image", err.Error())
 	case errors.Is(err, agent.ErrBadAnswer):
 		writeError(w, http.StatusBadRequest, "bad_answer", err.Error())
 	case errors.Is(err, agent.ErrUnknownApproval):
@@ -77,11 +79,16 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 // MaxBody, exactly one object and nothing after it, no unknown fields. It
 // answers the error itself and returns false.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	return readJSONUpTo(w, r, v, MaxBody)
+}
+
+// readJSONUpTo is readJSON with a bound of limit bytes.
+func readJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be JSON, sent as Content-Type: application/json")
 		return false
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
@@ -93,7 +100,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body is over %d bytes", MaxBody))
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body is over %d bytes", limit))
 		return false
 	case err != nil:
 		writeError(w, http.StatusBadRequest, "invalid_request", "the body is not the JSON object expected: "+err.Error())

@@ -91,3 +91,46 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		}
 	}
 }
+
+// A prompt's images are documented as the API reads them: the fields of
+// imageBody and the media types the agents take.
+func TestOpenAPIPromptImages(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Prompt struct {
+					Properties struct {
+						Images struct {
+							Items struct {
+								Required   []string `json:"required"`
+								Properties struct {
+									MediaType struct {
+										Enum []string `json:"enum"`
+									} `json:"media_type"`
+								} `json:"properties"`
+							} `json:"items"`
+						} `json:"images"`
+					} `json:"properties"`
+				} `json:"Prompt"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal([]byte(openAPI), &doc); err != nil {
+		t.Fatal(err)
+	}
+	items := doc.Components.Schemas.Prompt.Properties.Images.Items
+	var fields []string
+	typ := reflect.TypeOf(imageBody{})
+	for i := range typ.NumField() {
+		tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		fields = append(fields, tag)
+	}
+	slices.Sort(fields)
+	required := slices.Sorted(slices.Values(items.Required))
+	if !slices.Equal(fields, required) {
+		t.Errorf("an image's fields %v, documented as required %v", fields, required)
+	}
+	if got := items.Properties.MediaType.Enum; !slices.Equal(got, agent.ImageMediaTypes()) {
+		t.Errorf("documented media types %v, the agents take %v", got, agent.ImageMediaTypes())
+	}
+}

@@ -11,6 +11,7 @@ package sessionsapi
 
 import (
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -25,8 +26,12 @@ import (
 //go:embed openapi.json
 var openAPI string
 
-// MaxBody is the largest request body accepted.
+// MaxBody is the largest request body accepted, but for a prompt's.
 const MaxBody = 1 << 20
+
+// MaxPromptBody is the largest prompt body accepted: room for a few
+// images of agent.MaxImageBytes each, in base64.
+const MaxPromptBody = 32 << 20
 
 // Config configures the API.
 type Config struct {
@@ -178,18 +183,48 @@ func (a *api) close(w http.ResponseWriter, r *http.Request) {
 // promptBody is POST /v1/sessions/{id}/prompt.
 type promptBody struct {
 	Text string `json:"text"`
+	// Images go with the text, for an agent whose capabilities say it
+	// takes them.
+	Images []imageBody `json:"images,omitempty"`
+}
+
+// imageBody is one image of a prompt: its bytes in standard base64. It
+// is decoded here, not by encoding/json, so a bad image is an
+// invalid_image that says which.
+type imageBody struct {
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// prompt is the body as the agent's prompt; a bad image is an
+// *agent.InvalidImageError.
+func (b promptBody) prompt() (agent.Prompt, error) {
+	p := agent.Prompt{Text: b.Text}
+	for i, img := range b.Images {
+		data, err := base64.StdEncoding.DecodeString(img.Data)
+		if err != nil {
+			return p, &agent.InvalidImageError{Index: i, MediaType: img.MediaType, Reason: "data is not base64: " + err.Error()}
+		}
+		p.Images = append(p.Images, agent.Image{MediaType: img.MediaType, Data: data})
+	}
+	return p, p.ValidateImages()
 }
 
 func (a *api) prompt(w http.ResponseWriter, r *http.Request) {
 	var body promptBody
-	if !readJSON(w, r, &body) {
+	if !readJSONUpTo(w, r, &body, MaxPromptBody) {
 		return
 	}
 	if body.Text == "" {
 		writeError(w, http.StatusBadRequest, "invalid_request", "text is required")
 		return
 	}
-	if err := a.m.Prompt(r.Context(), r.PathValue("id"), agent.Prompt{Text: body.Text}); err != nil {
+	p, err := body.prompt()
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	if err := a.m.Prompt(r.Context(), r.PathValue("id"), p); err != nil {
 		a.fail(w, err)
 		return
 	}

@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 )
@@ -60,8 +61,28 @@ type ToolResultBlock struct {
 	IsError   bool            `json:"is_error,omitempty"`
 }
 
-// UnknownBlock keeps a block this package does not model (images,
-// documents, server tool results, future types) with its raw JSON.
+// ImageBlock is an image a user message carries, in base64 (Anthropic's
+// image block). It is written to the CLI; an image read back (a
+// transcript's) stays an UnknownBlock.
+type ImageBlock struct {
+	Source ImageSource `json:"source"`
+}
+
+// ImageSource is an image block's bytes: Type "base64", Data the bytes in
+// standard base64.
+type ImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// Base64Image is an image block of data.
+func Base64Image(mediaType string, data []byte) ImageBlock {
+	return ImageBlock{Source: ImageSource{Type: "base64", MediaType: mediaType, Data: base64.StdEncoding.EncodeToString(data)}}
+}
+
+// UnknownBlock keeps a block this package does not model (images read
+// back, documents, server tool results, future types) with its raw JSON.
 type UnknownBlock struct {
 	Type string
 	Raw  json.RawMessage
@@ -73,6 +94,7 @@ func (RedactedThinkingBlock) BlockType() string { return BlockRedactedThinking }
 func (ToolUseBlock) BlockType() string          { return BlockToolUse }
 func (ServerToolUseBlock) BlockType() string    { return BlockServerToolUse }
 func (ToolResultBlock) BlockType() string       { return BlockToolResult }
+func (ImageBlock) BlockType() string            { return BlockImage }
 func (b UnknownBlock) BlockType() string        { return b.Type }
 
 // ContentText flattens a tool result's content to text.

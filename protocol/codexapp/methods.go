@@ -1,6 +1,9 @@
 package codexapp
 
-import "encoding/json"
+import (
+	"encoding/base64"
+	"encoding/json"
+)
 
 // The methods this package types. Client requests are sent by a driver;
 // server requests must be answered; notifications flow server to client
@@ -187,14 +190,34 @@ type Thread struct {
 	Turns        []Turn `json:"turns"`
 }
 
-// UserInput is one piece of a prompt; only text is typed here.
+// UserInput is one piece of a prompt: text (Type "text", Text) or an
+// image (Type "image", URL: an https: or data: URL).
 type UserInput struct {
-	Type string `json:"type"` // "text"
+	Type string `json:"type"`
 	Text string `json:"text"`
+	URL  string `json:"url,omitempty"`
+}
+
+// MarshalJSON writes the fields of the piece's type only: an image has
+// no text.
+func (u UserInput) MarshalJSON() ([]byte, error) {
+	if u.Type == "image" {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			URL  string `json:"url"`
+		}{u.Type, u.URL})
+	}
+	type plain UserInput
+	return json.Marshal(plain(u))
 }
 
 // TextInput is a prompt of one text piece.
 func TextInput(text string) []UserInput { return []UserInput{{Type: "text", Text: text}} }
+
+// ImageInput is an image piece of data, as a data: URL.
+func ImageInput(mediaType string, data []byte) UserInput {
+	return UserInput{Type: "image", URL: "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(data)}
+}
 
 // TurnStartParams starts a turn on a thread.
 type TurnStartParams struct {

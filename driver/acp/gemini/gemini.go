@@ -63,7 +63,7 @@ func Kind() driver.Kind {
 // project").
 func Spec() acp.Spec {
 	return acp.Spec{
-		Name: Name, CLI: "gemini", Args: []string{"--acp"}, TestedVersion: TestedVersion, NoResume: true,
+		Name: Name, CLI: "gemini", Args: []string{"--acp"}, TestedVersion: TestedVersion, NoResume: true, Images: true,
 		Environ:       environ,
 		ModelArgs:     func(model string) []string { return []string{"--model", model} },
 		WithheldModes: []string{"yolo"}, // approves every tool call itself

@@ -24,9 +24,11 @@ type Client struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	Stderr *syncBuffer
-	// CanLoad is whether the agent declared loadSession (set by whoever
-	// shook hands).
-	CanLoad bool
+	// CanLoad is whether the agent declared loadSession, and TakesImages
+	// whether it declared promptCapabilities.image (set by whoever shook
+	// hands).
+	CanLoad     bool
+	TakesImages bool
 
 	mu      sync.Mutex
 	updates []acp.SessionNotification

@@ -1,6 +1,7 @@
 package fakeanthropic
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/tetherhq/tether/internal/testing/fakehttp"
@@ -27,6 +28,11 @@ type inputBlock struct {
 	Text    string  `json:"text"`
 	Content content `json:"content"` // tool_result only
 	IsError bool    `json:"is_error"`
+	Source  *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"` // image only
 }
 
 func (c *content) UnmarshalJSON(b []byte) error {
@@ -93,4 +99,27 @@ func stripReminders(s string) string {
 			return out.String()
 		}
 	}
+}
+
+// Images are the base64 image blocks of the user messages of every
+// request received, each once, in the order they first came.
+func (s *Server) Images() []fakehttp.Image {
+	var out []fakehttp.Image
+	for _, r := range s.Requests() {
+		var req messagesRequest
+		if r.Path != "/v1/messages" || json.Unmarshal(r.Body, &req) != nil {
+			continue
+		}
+		for _, m := range req.Messages {
+			for _, b := range m.Content {
+				if m.Role != "user" || b.Type != "image" || b.Source == nil || b.Source.Type != "base64" {
+					continue
+				}
+				if img, ok := fakehttp.Base64Image(b.Source.MediaType, b.Source.Data); ok {
+					out = fakehttp.AddImage(out, img)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -25,9 +25,16 @@ type Content struct {
 // Part is one piece of a turn: text, a function call or its response.
 type Part struct {
 	Text             string            `json:"text,omitempty"`
+	InlineData       *InlineData       `json:"inlineData,omitempty"`
 	Thought          bool              `json:"thought,omitempty"`
 	FunctionCall     *FunctionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *FunctionResponse `json:"functionResponse,omitempty"`
+}
+
+// InlineData is a part's bytes (an image), in base64.
+type InlineData struct {
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"`
 }
 
 // FunctionCall is a call the model makes.

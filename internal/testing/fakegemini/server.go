@@ -141,3 +141,26 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 		"code": status, "message": msg, "status": http.StatusText(status),
 	}})
 }
+
+// Images are the inline images of the user turns of every request
+// received, each once, in the order they first came.
+func (s *Server) Images() []fakehttp.Image {
+	var out []fakehttp.Image
+	for _, r := range s.Requests() {
+		req, err := ParseRequest(r.Body)
+		if err != nil {
+			continue
+		}
+		for _, c := range req.Contents {
+			for _, p := range c.Parts {
+				if c.Role != "user" || p.InlineData == nil {
+					continue
+				}
+				if img, ok := fakehttp.Base64Image(p.InlineData.MIMEType, p.InlineData.Data); ok {
+					out = fakehttp.AddImage(out, img)
+				}
+			}
+		}
+	}
+	return out
+}

@@ -12,10 +12,35 @@ import (
 type content []contentPart
 
 // contentPart is one part: input_text, output_text, text, or any other kind
-// (an image, a file), whose text is empty.
+// (an image, a file), whose text is empty. An image's URL is a string in
+// the Responses API (input_image), an object in Chat Completions
+// (image_url).
 type contentPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"`
+}
+
+// image is the part's image, when it is one given as a data: URL.
+func (p contentPart) image() (fakehttp.Image, bool) {
+	var url string
+	switch p.Type {
+	case "input_image":
+		if json.Unmarshal(p.ImageURL, &url) != nil {
+			return fakehttp.Image{}, false
+		}
+	case "image_url":
+		var obj struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(p.ImageURL, &obj) != nil {
+			return fakehttp.Image{}, false
+		}
+		url = obj.URL
+	default:
+		return fakehttp.Image{}, false
+	}
+	return fakehttp.DataURLImage(url)
 }
 
 func (c *content) UnmarshalJSON(b []byte) error {
@@ -198,4 +223,41 @@ func commandOutput(s string) string {
 		return out
 	}
 	return s
+}
+
+// Images are the data: URL images of the user messages of every request
+// received (Responses or Chat Completions), each once, in the order they
+// first came.
+func (s *Server) Images() []fakehttp.Image {
+	var out []fakehttp.Image
+	add := func(c content) {
+		for _, p := range c {
+			if img, ok := p.image(); ok {
+				out = fakehttp.AddImage(out, img)
+			}
+		}
+	}
+	for _, r := range s.Requests() {
+		switch r.Path {
+		case "/v1/responses":
+			var req responsesRequest
+			if json.Unmarshal(r.Body, &req) == nil {
+				for _, it := range req.Input {
+					if it.Role == "user" {
+						add(it.Content)
+					}
+				}
+			}
+		case "/v1/chat/completions":
+			var req chatRequest
+			if json.Unmarshal(r.Body, &req) == nil {
+				for _, m := range req.Messages {
+					if m.Role == "user" {
+						add(m.Content)
+					}
+				}
+			}
+		}
+	}
+	return out
 }

@@ -63,7 +63,14 @@ type openCodeProvider struct {
 type openCodeModel struct {
 	Name     string `json:"name"`
 	ToolCall bool   `json:"tool_call"`
-	Limit    struct {
+	// Attachment and Modalities let a prompt's images through: OpenCode
+	// puts an error text in place of an image a model does not take.
+	Attachment bool `json:"attachment"`
+	Modalities struct {
+		Input  []string `json:"input"`
+		Output []string `json:"output"`
+	} `json:"modalities"`
+	Limit struct {
 		Context int `json:"context"`
 		Output  int `json:"output"`
 	} `json:"limit"`
@@ -157,6 +164,8 @@ func openCodeConfigFor(api string, askPermissions bool) openCodeConfig {
 	var m openCodeModel
 	m.Name = "Fake Model"
 	m.ToolCall = true
+	m.Attachment = true
+	m.Modalities.Input, m.Modalities.Output = []string{"text", "image"}, []string{"text"}
 	m.Limit.Context, m.Limit.Output = 128000, 4096
 	p.Models = map[string]openCodeModel{"fake-model": m, OpenCodeOtherModelID: m}
 	c := openCodeConfig{
