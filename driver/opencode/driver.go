@@ -113,5 +113,6 @@ func (d *Driver) Version() string { return d.version }
 // approvals allowed once or always (OpenCode keeps "always" for the rest of
 // the server's life, which is the session's here).
 func (d *Driver) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Resume: true, Fork: true, Diff: true, Questions: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways}}
+	return agent.Capabilities{Resume: true, Fork: true, Diff: true, Questions: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways},
+		MCP: mcpTransports()}
 }
