@@ -96,7 +96,10 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 	}
 	caps := capabilitiesOf(init.AgentCapabilities, s.d.spec)
 	s.d.learn(caps)
-	mcp := []acpsdk.McpServer{}
+	if err := agent.CheckMCPServers(name, caps.MCP, req.MCPServers); err != nil {
+		return err
+	}
+	mcp := mcpServers(req.MCPServers)
 	var id acpsdk.SessionId
 	switch {
 	case req.Resume == "":
@@ -132,10 +135,18 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 
 // capabilitiesOf is what an initialize answer declares.
 func capabilitiesOf(c acpsdk.AgentCapabilities, spec Spec) agent.Capabilities {
+	mcp := []agent.MCPTransport{agent.MCPStdio} // every ACP agent takes stdio
+	if c.McpCapabilities.Http {
+		mcp = append(mcp, agent.MCPHTTP)
+	}
+	if c.McpCapabilities.Sse {
+		mcp = append(mcp, agent.MCPSSE)
+	}
 	return agent.Capabilities{
 		Resume: (c.LoadSession || c.SessionCapabilities.Resume != nil) && !spec.NoResume,
 		Diff:   true,
 		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways},
+		MCP:    mcp,
 	}
 }
 

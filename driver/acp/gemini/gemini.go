@@ -66,6 +66,7 @@ func Spec() acp.Spec {
 		Name: Name, CLI: "gemini", Args: []string{"--acp"}, TestedVersion: TestedVersion, NoResume: true,
 		Environ:   environ,
 		ModelArgs: func(model string) []string { return []string{"--model", model} },
+		MCP:       []agent.MCPTransport{agent.MCPStdio, agent.MCPHTTP, agent.MCPSSE},
 	}
 }
 
