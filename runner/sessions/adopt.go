@@ -20,6 +20,9 @@ type Adoption struct {
 	Info    Info
 	Model   string
 	Options json.RawMessage
+	// MCPServers are the session's MCP servers, which the agent is
+	// started with again.
+	MCPServers []agent.MCPServer
 }
 
 // Adopt takes over a session another runner ran: its events (history, in
@@ -47,7 +50,7 @@ func (m *Manager) Adopt(ctx context.Context, a Adoption, history iter.Seq2[agent
 	if err != nil {
 		return Info{}, err
 	}
-	rec := record{Info: a.Info, Model: a.Model, Options: a.Options}
+	rec := record{Info: a.Info, Model: a.Model, Options: a.Options, MCPServers: a.MCPServers}
 	rec.State, rec.TurnID, rec.Runner, rec.LastSeq = StateEnded, "", "", last
 	m.mu.Lock()
 	if _, taken := m.sessions[id]; taken {

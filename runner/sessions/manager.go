@@ -133,6 +133,11 @@ type CreateRequest struct {
 	// Runner asks a fleet to place the session on that runner (a lone
 	// runner ignores it).
 	Runner string
+	// MCPServers are MCP servers the agent connects to, checked against
+	// the transports its driver takes (agent.Capabilities.MCP). The
+	// session keeps them for a reopen; its Info does not show them (their
+	// env and headers may hold the client's secrets).
+	MCPServers []agent.MCPServer
 }
 
 // record is what the index keeps of a session: its Info, and what a
@@ -141,6 +146,9 @@ type record struct {
 	Info
 	Model   string          `json:"model,omitempty"`
 	Options json.RawMessage `json:"options,omitempty"`
+	// MCPServers are the client's MCP servers, which a reopen starts the
+	// agent with again.
+	MCPServers []agent.MCPServer `json:"mcp_servers,omitempty"`
 	// PastItems counts the items of the agent's conversation from before
 	// the session (one created to resume it), which its driver reports
 	// and the log does not hold; the log holds everything after.
@@ -267,15 +275,18 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		what := map[bool]string{true: "fork", false: "resume"}[req.Fork]
 		return Info{}, &agent.UnsupportedError{Agent: req.Agent, Capability: what}
 	}
+	if err := agent.CheckMCPServers(req.Agent, caps.MCP, req.MCPServers); err != nil {
+		return Info{}, err // before the workspace is taken
+	}
 	id := newID()
 	start := agent.StartRequest{Resume: req.Resume, Fork: req.Fork, Model: req.Model, Options: req.Options,
-		Native: req.Native || req.Relay, Relay: req.Relay, HostKeepsHistory: true}
+		Native: req.Native || req.Relay, Relay: req.Relay, HostKeepsHistory: true, MCPServers: req.MCPServers}
 	if start.Native && req.Resume == "" {
 		id = newNativeID()
 		start.NativeID = id
 	}
 	rec := record{Info: Info{ID: id, Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle, Created: m.cfg.Now(),
-		Native: start.Native, Relay: req.Relay}, Model: req.Model, Options: req.Options}
+		Native: start.Native, Relay: req.Relay}, Model: req.Model, Options: req.Options, MCPServers: req.MCPServers}
 	s, err := m.start(ctx, d, rec, start)
 	if err != nil {
 		return Info{}, err
@@ -333,7 +344,7 @@ func (m *Manager) Reopen(ctx context.Context, id string, lastSeq uint64, relay b
 	rec.Relay = relay && rec.Native
 	rec.State, rec.TurnID = StateIdle, ""
 	s, err := m.start(ctx, d, rec, agent.StartRequest{Resume: rec.NativeID, Model: rec.Model, Options: rec.Options,
-		Native: rec.Native, Relay: rec.Relay, HostKeepsHistory: true})
+		Native: rec.Native, Relay: rec.Relay, HostKeepsHistory: true, MCPServers: rec.MCPServers})
 	if err != nil {
 		return Info{}, err
 	}
