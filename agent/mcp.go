@@ -87,6 +87,10 @@ func (e *MCPTransportError) Error() string {
 
 func (e *MCPTransportError) Is(target error) bool { return target == ErrUnsupported }
 
+// CapabilityMCPServers is the capability an *UnsupportedError names when
+// an agent that takes no MCP servers is given some.
+const CapabilityMCPServers = "take MCP servers"
+
 // CheckMCPServers checks servers for an agent that takes the transports
 // takes: each server on its own (CheckMCPServer), names unique, and each
 // transport one the agent takes. An agent that takes none refuses any
@@ -96,7 +100,7 @@ func CheckMCPServers(agentName string, takes []MCPTransport, servers []MCPServer
 		return nil
 	}
 	if len(takes) == 0 {
-		return &UnsupportedError{Agent: agentName, Capability: "take MCP servers"}
+		return &UnsupportedError{Agent: agentName, Capability: CapabilityMCPServers}
 	}
 	seen := make(map[string]bool, len(servers))
 	for _, s := range servers {

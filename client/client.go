@@ -72,6 +72,9 @@ type CreateRequest struct {
 	Prompt      string `json:"prompt,omitempty"`
 	// Runner, in a fleet, names the runner to start the session on.
 	Runner string `json:"runner,omitempty"`
+	// MCPServers are MCP servers the agent connects to, of the
+	// transports its capabilities list (MCP).
+	MCPServers []agent.MCPServer `json:"mcp_servers,omitempty"`
 }
 
 // Runners lists a fleet's runners.

@@ -129,6 +129,9 @@ type createBody struct {
 	Prompt string `json:"prompt,omitempty"`
 	// Runner, in a fleet, names the runner to start the session on.
 	Runner string `json:"runner,omitempty"`
+	// MCPServers are MCP servers the agent connects to. Their env and
+	// headers may hold the client's secrets: no answer echoes them.
+	MCPServers []agent.MCPServer `json:"mcp_servers,omitempty"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -141,7 +144,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, err := a.m.Create(r.Context(), sessions.CreateRequest{Agent: body.Agent, WorkspaceID: body.WorkspaceID,
-		Model: body.Model, Resume: body.Resume, Fork: body.Fork, Runner: body.Runner})
+		Model: body.Model, Resume: body.Resume, Fork: body.Fork, Runner: body.Runner, MCPServers: body.MCPServers})
 	if err != nil {
 		a.fail(w, err)
 		return
