@@ -258,6 +258,18 @@ func (c *Client) Resume(ctx context.Context, id string) (Session, error) {
 	return out, err
 }
 
+// ResumeWithMCP is Resume with servers in place of the session's MCP
+// servers (an empty list removes them).
+func (c *Client) ResumeWithMCP(ctx context.Context, id string, servers []agent.MCPServer) (Session, error) {
+	var out Session
+	body := map[string][]agent.MCPServer{"mcp_servers": servers}
+	if servers == nil {
+		body["mcp_servers"] = []agent.MCPServer{}
+	}
+	err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/resume", body, &out)
+	return out, err
+}
+
 // Close ends a session.
 func (c *Client) Close(ctx context.Context, id string) error {
 	return c.do(ctx, "DELETE", "/v1/sessions/"+url.PathEscape(id), nil, nil)

@@ -46,6 +46,31 @@ func TestSessionsAPIMCPServers(t *testing.T) {
 		}
 	}
 
+	// A resume keeps the session's servers, or takes others.
+	for i, body := range []string{"", `{"mcp_servers":[{"name":"web","transport":"http","url":"https://mcp.example/mcp"}]}`} {
+		if code := call(t, "DELETE", base+"/v1/sessions/"+created.ID, "", nil); code != http.StatusNoContent {
+			t.Fatalf("close: %d", code)
+		}
+		if code := call(t, "POST", base+"/v1/sessions/"+created.ID+"/resume", body, nil); code != http.StatusOK {
+			t.Fatalf("resume %q: %d", body, code)
+		}
+		wantNow := want
+		if i == 1 {
+			wantNow = []agent.MCPServer{{Name: "web", Transport: agent.MCPHTTP, URL: "https://mcp.example/mcp"}}
+		}
+		if starts := rec.Starts(); len(starts) != 2+i || !reflect.DeepEqual(starts[1+i], wantNow) {
+			t.Fatalf("resume %q: the agent was given %+v", body, starts[len(starts)-1])
+		}
+	}
+	if code := call(t, "DELETE", base+"/v1/sessions/"+created.ID, "", nil); code != http.StatusNoContent {
+		t.Fatalf("close: %d", code)
+	}
+	var refusedResume struct{ Error struct{ Code string } }
+	if code := call(t, "POST", base+"/v1/sessions/"+created.ID+"/resume", `{"mcp_servers":[{"name":"o","transport":"sse","url":"http://x"}]}`, &refusedResume); code != http.StatusBadRequest || refusedResume.Error.Code != "mcp_transport_unsupported" {
+		t.Errorf("resume with an SSE server: %d %+v", code, refusedResume)
+	}
+	startsBefore := len(rec.Starts())
+
 	for body, code := range map[string]string{
 		`{"agent":"rec","workspace_id":"w2","mcp_servers":[{"name":"old","transport":"sse","url":"http://x/sse"}]}`:                                                   "mcp_transport_unsupported",
 		`{"agent":"mock","workspace_id":"w2","mcp_servers":[{"name":"n","transport":"stdio","command":"/bin/n"}]}`:                                                    "mcp_transport_unsupported",
@@ -62,8 +87,8 @@ func TestSessionsAPIMCPServers(t *testing.T) {
 			t.Errorf("%s: %d %+v, want 400 %s", body, got, answer.Error, code)
 		}
 	}
-	if n := len(rec.Starts()); n != 1 {
-		t.Errorf("refused servers started the agent: %d starts", n)
+	if n := len(rec.Starts()); n != startsBefore {
+		t.Errorf("refused servers started the agent: %d starts, %d before", n, startsBefore)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -72,7 +97,7 @@ func TestSessionsAPIMCPServers(t *testing.T) {
 	if _, err := c.Create(ctx, client.CreateRequest{Agent: "rec", WorkspaceID: "w3", MCPServers: want[:1]}); err != nil {
 		t.Fatal(err)
 	}
-	if starts := rec.Starts(); len(starts) != 2 || !reflect.DeepEqual(starts[1], want[:1]) {
+	if starts := rec.Starts(); len(starts) != startsBefore+1 || !reflect.DeepEqual(starts[startsBefore], want[:1]) {
 		t.Fatalf("through the Go client the agent was given %+v", starts)
 	}
 	_, err := c.Create(ctx, client.CreateRequest{Agent: "rec", WorkspaceID: "w4", MCPServers: []agent.MCPServer{{Name: "old", Transport: agent.MCPSSE, URL: "http://x/sse"}}})

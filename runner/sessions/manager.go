@@ -313,6 +313,27 @@ func pastItems(ctx context.Context, a agent.Session) int {
 // keeps being one; relay says whether its client speaks the control side
 // this time.
 func (m *Manager) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool) (Info, error) {
+	return m.reopen(ctx, id, lastSeq, relay, nil)
+}
+
+// MCPReopener is a core that can reopen a session with other MCP servers
+// than those it was started with.
+type MCPReopener interface {
+	ReopenWithMCP(ctx context.Context, id string, lastSeq uint64, relay bool, servers []agent.MCPServer) (Info, error)
+}
+
+var _ MCPReopener = (*Manager)(nil)
+
+// ReopenWithMCP is Reopen with servers, checked as Create checks them, in
+// place of the session's MCP servers; the session keeps them for its next
+// reopen.
+func (m *Manager) ReopenWithMCP(ctx context.Context, id string, lastSeq uint64, relay bool, servers []agent.MCPServer) (Info, error) {
+	return m.reopen(ctx, id, lastSeq, relay, &servers)
+}
+
+// reopen reopens session id, with servers in place of its MCP servers
+// when servers is not nil.
+func (m *Manager) reopen(ctx context.Context, id string, lastSeq uint64, relay bool, servers *[]agent.MCPServer) (Info, error) {
 	if m.ShuttingDown() {
 		return Info{}, ErrShuttingDown // before the log, which may be closed already
 	}
@@ -337,6 +358,12 @@ func (m *Manager) Reopen(ctx context.Context, id string, lastSeq uint64, relay b
 	}
 	if !d.Capabilities().Resume || rec.NativeID == "" {
 		return Info{}, &agent.UnsupportedError{Agent: rec.Agent, Capability: "resume"}
+	}
+	if servers != nil {
+		if err := agent.CheckMCPServers(rec.Agent, d.Capabilities().MCP, *servers); err != nil {
+			return Info{}, err
+		}
+		rec.MCPServers = *servers
 	}
 	if err := m.skipTo(id, lastSeq); err != nil {
 		return Info{}, err
