@@ -33,6 +33,9 @@ type Capabilities struct {
 	Models   []string `json:"models,omitempty"`
 	// Images: a prompt may carry images (Prompt.Images).
 	Images bool `json:"images,omitempty"`
+	// MCP are the transports of the MCP servers a session may be given
+	// (StartRequest.MCPServers); none when it takes no MCP servers.
+	MCP []MCPTransport `json:"mcp,omitempty"`
 }
 
 // Driver starts sessions of one agent kind.
@@ -88,6 +91,11 @@ type StartRequest struct {
 	// keeps none, and its Messages returns a *HistoryElsewhereError with
 	// what the host's log cannot know.
 	HostKeepsHistory bool
+	// MCPServers are MCP servers the agent connects to for this session,
+	// besides any the runner configures; a resumed session is given them
+	// again. The driver checks them (CheckMCPServers) and refuses them all
+	// when it takes none.
+	MCPServers []MCPServer
 }
 
 // Prompt is a user turn's input.

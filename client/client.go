@@ -78,6 +78,9 @@ type CreateRequest struct {
 	Prompt string `json:"prompt,omitempty"`
 	// Runner, in a fleet, names the runner to start the session on.
 	Runner string `json:"runner,omitempty"`
+	// MCPServers are MCP servers the agent connects to, of the
+	// transports its capabilities list (MCP).
+	MCPServers []agent.MCPServer `json:"mcp_servers,omitempty"`
 }
 
 // Runners lists a fleet's runners.
@@ -282,6 +285,18 @@ func (c *Client) Interrupt(ctx context.Context, id string) error {
 func (c *Client) Resume(ctx context.Context, id string) (Session, error) {
 	var out Session
 	err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/resume", nil, &out)
+	return out, err
+}
+
+// ResumeWithMCP is Resume with servers in place of the session's MCP
+// servers (an empty list removes them).
+func (c *Client) ResumeWithMCP(ctx context.Context, id string, servers []agent.MCPServer) (Session, error) {
+	var out Session
+	body := map[string][]agent.MCPServer{"mcp_servers": servers}
+	if servers == nil {
+		body["mcp_servers"] = []agent.MCPServer{}
+	}
+	err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/resume", body, &out)
 	return out, err
 }
 

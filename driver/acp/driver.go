@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,10 @@ type Spec struct {
 	// the driver says it takes images before a session has asked (a
 	// session goes by what its agent declares).
 	Images bool
+	// MCP are the MCP transports the kind's agent declares (stdio, which
+	// every ACP agent takes, and those of its mcpCapabilities): the
+	// driver's capabilities until an agent's initialize says otherwise.
+	MCP []agent.MCPTransport
 }
 
 // Driver runs sessions of one ACP agent kind; it implements agent.Driver.
@@ -113,7 +118,8 @@ func New(cfg driver.Config, spec Spec) (*Driver, error) {
 		}
 	}
 	return &Driver{spec: spec, cfg: cfg, cli: cli, version: version,
-		caps: agent.Capabilities{Resume: !spec.NoResume, Diff: true, Images: spec.Images, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways}}}, nil
+		caps: agent.Capabilities{Resume: !spec.NoResume, Diff: true, Images: spec.Images, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways},
+			MCP: slices.Clone(spec.MCP)}}, nil
 }
 
 func lastWord(s string) string {
@@ -160,6 +166,11 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	}
 	if o := strings.TrimSpace(string(req.Options)); o != "" && o != "null" && o != "{}" {
 		return nil, fmt.Errorf("%w: %s takes no agent options, got %s", ErrInvalidRequest, d.spec.Name, o)
+	}
+	// Checked against what the agent last declared; its initialize is
+	// checked again once the agent runs.
+	if err := agent.CheckMCPServers(d.spec.Name, d.Capabilities().MCP, req.MCPServers); err != nil {
+		return nil, err
 	}
 	if req.Home != "" {
 		if err := agentproc.WriteHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {

@@ -100,7 +100,10 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 	s.mu.Lock()
 	s.caps = caps
 	s.mu.Unlock()
-	mcp := []acpsdk.McpServer{}
+	if err := agent.CheckMCPServers(name, caps.MCP, req.MCPServers); err != nil {
+		return err
+	}
+	mcp := mcpServers(req.MCPServers)
 	var id acpsdk.SessionId
 	var modes *acpsdk.SessionModeState
 	var models *acpsdk.SessionModelState
@@ -148,11 +151,19 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 
 // capabilitiesOf is what an initialize answer declares.
 func capabilitiesOf(c acpsdk.AgentCapabilities, spec Spec) agent.Capabilities {
+	mcp := []agent.MCPTransport{agent.MCPStdio} // every ACP agent takes stdio
+	if c.McpCapabilities.Http {
+		mcp = append(mcp, agent.MCPHTTP)
+	}
+	if c.McpCapabilities.Sse {
+		mcp = append(mcp, agent.MCPSSE)
+	}
 	return agent.Capabilities{
 		Resume: (c.LoadSession || c.SessionCapabilities.Resume != nil) && !spec.NoResume,
 		Diff:   true,
 		Images: c.PromptCapabilities.Image,
 		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways},
+		MCP:    mcp,
 	}
 }
 

@@ -42,6 +42,11 @@ func (d *Canonical) Capabilities() agent.Capabilities {
 // Start connects to the CLI; the session's events begin with
 // session.started once the CLI has said who it is.
 func (d *Canonical) Start(ctx context.Context, req agent.StartRequest) (agent.Session, error) {
+	// A client's MCP servers are the runner's driver's (Driver): here the
+	// host's own SDK options say which servers the CLI gets.
+	if err := agent.CheckMCPServers(d.Name(), nil, req.MCPServers); err != nil {
+		return nil, err
+	}
 	s := newCanonicalSession(d.Now, nil)
 	s.hostKeepsHistory = req.HostKeepsHistory
 	opts := d.Base

@@ -83,7 +83,12 @@ func (d *Driver) Name() string { return "claude" }
 
 func (d *Driver) Capabilities() agent.Capabilities {
 	return agent.Capabilities{Resume: true, Questions: true, Native: true, EditInput: true, Images: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession},
-		Modes: modes(), SetModel: true, Models: models()}
+		Modes: modes(), SetModel: true, Models: models(), MCP: mcpTransports()}
+}
+
+// mcpTransports are the MCP servers' transports --mcp-config takes.
+func mcpTransports() []agent.MCPTransport {
+	return []agent.MCPTransport{agent.MCPStdio, agent.MCPHTTP, agent.MCPSSE}
 }
 
 // Validate checks session options before anything is started.
@@ -107,7 +112,12 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if err := d.Validate(req.Options); err != nil {
 		return nil, err
 	}
-	spec := launchSpec{SessionID: req.Resume, Workspace: req.Workspace, Home: req.Home, Options: req.Options, Resume: req.Resume != ""}
+	mcpServers, err := d.mcpServers(req)
+	if err != nil {
+		return nil, err
+	}
+	spec := launchSpec{SessionID: req.Resume, Workspace: req.Workspace, Home: req.Home, Options: req.Options, Resume: req.Resume != "",
+		MCPServers: mcpServers}
 	if spec.SessionID == "" {
 		spec.SessionID = req.NativeID
 	}
@@ -166,6 +176,9 @@ type launchSpec struct {
 	Home      string
 	Options   json.RawMessage
 	Resume    bool
+	// MCPServers are the client's MCP servers as --mcp-config takes them,
+	// by name.
+	MCPServers map[string]json.RawMessage
 }
 
 // launch applies the runner's policy to a session: its options, checked;
@@ -184,6 +197,13 @@ func (d *Driver) launch(spec launchSpec, prepare func(*claude.Options)) (claude.
 	opts := claude.Options{Cwd: dir, ReplaceEnv: true, Env: d.env(spec.Home), Logger: d.cfg.Logger,
 		InitializeTimeout: d.cfg.InitializeTimeout, ShutdownGrace: d.cfg.ShutdownGrace}
 	apply(o, &opts, spec.Workspace)
+	mcpArgs, err := mcpConfigArgs(spec.Home, spec.MCPServers)
+	if err != nil {
+		return claude.Options{}, nil, nil, err
+	}
+	// A second --mcp-config besides the one of the host's in-process
+	// servers (apply): the CLI merges them.
+	opts.ExtraArgs = append(opts.ExtraArgs, mcpArgs...)
 	// No settings or MCP configuration from files: the agent can write its
 	// workspace and its home, and a settings file there (.claude/settings
 	// .json, settings.local.json, ~/.claude/settings.json) or an .mcp.json

@@ -87,7 +87,7 @@ func (d *Driver) Name() string { return Name }
 // once or for the session.
 func (d *Driver) Capabilities() agent.Capabilities {
 	return agent.Capabilities{Resume: true, Fork: true, Steer: true, Diff: true, Questions: true, Images: true,
-		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}, SetModel: true}
+		Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeSession}, SetModel: true, MCP: mcpTransports()}
 }
 
 // Version is what the CLI's --version printed.
@@ -102,6 +102,9 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	}
 	if o := strings.TrimSpace(string(req.Options)); o != "" && o != "null" && o != "{}" {
 		return nil, fmt.Errorf("%w: codex takes no agent options, got %s", ErrInvalidOptions, o)
+	}
+	if err := agent.CheckMCPServers(Name, mcpTransports(), req.MCPServers); err != nil {
+		return nil, err
 	}
 	if req.Home != "" {
 		if err := agentproc.WriteHomeFiles(req.Home, d.cfg.HomeFiles); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -90,17 +91,19 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 	if err := s.rpc.notify(ctx, codexapp.MethodInitialized, nil); err != nil {
 		return fmt.Errorf("codex: initialized: %w", err)
 	}
+	config := threadConfig()
+	maps.Copy(config, mcpConfig(req.MCPServers))
 	var p codexapp.Params
 	switch {
 	case req.Resume != "" && req.Fork:
 		p = &codexapp.ThreadForkParams{ThreadID: req.Resume, Cwd: req.Workspace, Model: req.Model,
-			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: threadConfig()}
+			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: config}
 	case req.Resume != "":
 		p = &codexapp.ThreadResumeParams{ThreadID: req.Resume, Cwd: req.Workspace, Model: req.Model,
-			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: threadConfig(), ExcludeTurns: true}
+			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: config, ExcludeTurns: true}
 	default:
 		p = &codexapp.ThreadStartParams{Cwd: req.Workspace, Model: req.Model,
-			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: threadConfig()}
+			ApprovalPolicy: approvalPolicy, Sandbox: sandboxMode, Config: config}
 	}
 	var res codexapp.ThreadResponse
 	if err := s.rpc.call(ctx, p, &res); err != nil {

@@ -105,6 +105,11 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if req.Fork {
 		return nil, &agent.UnsupportedError{Agent: "mock", Capability: "fork"}
 	}
+	// The mock runs no tools, so it takes no MCP servers (Capabilities.MCP
+	// is empty).
+	if err := agent.CheckMCPServers("mock", nil, req.MCPServers); err != nil {
+		return nil, err
+	}
 	opts, err := parseOptions(req.Options, req.Resume)
 	if err != nil {
 		return nil, err

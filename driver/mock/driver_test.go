@@ -523,3 +523,16 @@ func TestImagesShowInTheReply(t *testing.T) {
 		t.Errorf("reply %q, want it to say %q", end.Turn.Text, want)
 	}
 }
+
+// The mock takes no MCP servers, and says so.
+func TestMCPServersRefused(t *testing.T) {
+	d := New(Config{})
+	if caps := d.Capabilities(); len(caps.MCP) != 0 {
+		t.Fatalf("capabilities MCP %v", caps.MCP)
+	}
+	_, err := d.Start(t.Context(), agent.StartRequest{MCPServers: []agent.MCPServer{{Name: "x", Transport: agent.MCPStdio, Command: "/bin/cat"}}})
+	var unsupported *agent.UnsupportedError
+	if !errors.As(err, &unsupported) {
+		t.Fatalf("Start with an MCP server: %v", err)
+	}
+}

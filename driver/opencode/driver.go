@@ -114,7 +114,7 @@ func (d *Driver) Version() string { return d.version }
 // the server's life, which is the session's here).
 func (d *Driver) Capabilities() agent.Capabilities {
 	return agent.Capabilities{Resume: true, Fork: true, Diff: true, Questions: true, Images: true, Scopes: []agent.Scope{agent.ScopeOnce, agent.ScopeAlways},
-		Modes: modes(), SetModel: true}
+		Modes: modes(), SetModel: true, MCP: mcpTransports()}
 }
 
 // modes are OpenCode's own primary agents, which a prompt names.

@@ -116,7 +116,7 @@ func TestStartRefusesBadRequests(t *testing.T) {
 // configured ones, and the home's HOME and XDG directories over Env.
 func TestServerEnv(t *testing.T) {
 	d := &Driver{cfg: driver.Config{Env: []string{"HOME=/elsewhere", "KEEP=1", `OPENCODE_PERMISSION={"webfetch":"deny","bash":"allow"}`}}}
-	env, err := d.env("/h", "pw", false)
+	env, err := d.env("/h", "pw", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +131,11 @@ func TestServerEnv(t *testing.T) {
 	if len(env) != len(m) {
 		t.Errorf("duplicate variables in %q", env)
 	}
-	env, _ = d.env("", "pw", false)
+	env, _ = d.env("", "pw", false, nil)
 	if agentproc.EnvMap(env)["HOME"] != "/elsewhere" || agentproc.EnvMap(env)["XDG_CONFIG_HOME"] != "" {
 		t.Errorf("no home overrode the environment: %q", env)
 	}
-	if _, err := (&Driver{cfg: driver.Config{Env: []string{"OPENCODE_PERMISSION=[1]"}}}).env("", "pw", false); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := (&Driver{cfg: driver.Config{Env: []string{"OPENCODE_PERMISSION=[1]"}}}).env("", "pw", false, nil); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("bad OPENCODE_PERMISSION: %v", err)
 	}
 }
@@ -146,7 +146,7 @@ func TestServerEnv(t *testing.T) {
 func TestServerEnvToolShell(t *testing.T) {
 	d := &Driver{cfg: driver.Config{Env: []string{"SHELL=/bin/zsh", `OPENCODE_CONFIG_CONTENT={"shell":"/bin/bash","theme":"x"}`,
 		`OPENCODE_PERMISSION={"webfetch":"allow","read":"allow"}`}}}
-	env, err := d.env("/h", "pw", true)
+	env, err := d.env("/h", "pw", true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +161,13 @@ func TestServerEnvToolShell(t *testing.T) {
 	if want := `{"bash":"ask","edit":"ask","read":"allow","webfetch":"deny","websearch":"deny"}`; m["OPENCODE_PERMISSION"] != want {
 		t.Errorf("OPENCODE_PERMISSION %s, want %s", m["OPENCODE_PERMISSION"], want)
 	}
-	env, _ = d.env("/h", "pw", false)
+	env, _ = d.env("/h", "pw", false, nil)
 	if m := agentproc.EnvMap(env); m["SHELL"] != "/bin/zsh" || m["OPENCODE_CONFIG_CONTENT"] != `{"shell":"/bin/bash","theme":"x"}` ||
 		m["OPENCODE_PERMISSION"] != `{"bash":"ask","edit":"ask","read":"allow","webfetch":"allow"}` {
 		t.Errorf("without the tool shell the environment changed: %q", env)
 	}
 	bad := &Driver{cfg: driver.Config{Env: []string{"OPENCODE_CONFIG_CONTENT=not json"}}}
-	if _, err := bad.env("", "pw", true); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := bad.env("", "pw", true, nil); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("bad OPENCODE_CONFIG_CONTENT: %v", err)
 	}
 }

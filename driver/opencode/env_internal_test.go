@@ -14,7 +14,7 @@ import (
 // plugin install off the registry, unless HomeFiles bring their own.
 func TestServerEnvOffline(t *testing.T) {
 	d := &Driver{cfg: driver.Config{Env: []string{"PATH=/bin", "OPENCODE_PURE=0", "npm_config_registry=http://127.0.0.1:9/"}}}
-	env, err := d.env("/h", "pw", false)
+	env, err := d.env("/h", "pw", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

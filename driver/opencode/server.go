@@ -108,7 +108,7 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork
 		return nil, err
 	}
 	noToolNetwork := d.cfg.Sandbox != nil && !toolNetwork
-	env, err := d.env(req.Home, password, noToolNetwork)
+	env, err := d.env(req.Home, password, noToolNetwork, req.MCPServers)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (s *server) close() {
 // bash only when that file does not exist, which the sandbox rules out.
 // OPENCODE_CONFIG_CONTENT is merged over the global and the project's
 // config files, which the agent can write.
-func (d *Driver) env(home, password string, noToolNetwork bool) ([]string, error) {
+func (d *Driver) env(home, password string, noToolNetwork bool, servers []agent.MCPServer) ([]string, error) {
 	base := d.cfg.Env
 	if base == nil {
 		base = os.Environ()
@@ -259,12 +259,22 @@ func (d *Driver) env(home, password string, noToolNetwork bool) ([]string, error
 		return nil, err
 	}
 	set["OPENCODE_PERMISSION"] = perm
+	content := map[string]any{}
 	if noToolNetwork {
-		shell := map[string]any{"shell": sandbox.ToolShellPath}
-		if set["OPENCODE_CONFIG_CONTENT"], err = mergeJSON("OPENCODE_CONFIG_CONTENT", envOr(base, "OPENCODE_CONFIG_CONTENT"), shell); err != nil {
+		content["shell"] = sandbox.ToolShellPath
+		set["SHELL"] = sandbox.ToolShellPath
+	}
+	if len(servers) > 0 {
+		// The session's servers go with those the configured content
+		// names; the environment, unlike argv, only the user can read.
+		if content["mcp"], err = mcpConfig(envOr(base, "OPENCODE_CONFIG_CONTENT"), servers); err != nil {
 			return nil, err
 		}
-		set["SHELL"] = sandbox.ToolShellPath
+	}
+	if len(content) > 0 {
+		if set["OPENCODE_CONFIG_CONTENT"], err = mergeJSON("OPENCODE_CONFIG_CONTENT", envOr(base, "OPENCODE_CONFIG_CONTENT"), content); err != nil {
+			return nil, err
+		}
 	}
 	if home != "" {
 		set["HOME"] = home

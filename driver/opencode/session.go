@@ -102,6 +102,9 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 	if req.Fork && req.Resume == "" {
 		return nil, fmt.Errorf("%w: fork needs the session to fork (Resume)", ErrInvalidRequest)
 	}
+	if err := agent.CheckMCPServers(agentName, mcpTransports(), req.MCPServers); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
 	srv, err := d.launch(ctx, req, opts.ToolNetwork)

@@ -32,6 +32,7 @@ func (f *front) Initialize(ctx context.Context, p acpsdk.InitializeRequest) (acp
 			LoadSession:         caps.Resume, // a load of an ended session resumes its agent
 			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true, Image: caps.Images},
 			SessionCapabilities: sc,
+			McpCapabilities:     mcpCapabilities(caps),
 		},
 		AgentInfo:   &acpsdk.Implementation{Name: "tether", Title: acpsdk.Ptr("Tether (" + f.cfg.Agent + ")"), Version: f.cfg.Version},
 		AuthMethods: []acpsdk.AuthMethod{},
@@ -45,33 +46,34 @@ func (f *front) Authenticate(ctx context.Context, p acpsdk.AuthenticateRequest) 
 }
 
 func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
-	if len(p.McpServers) > 0 {
-		return acpsdk.NewSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
-			"the %s agent behind tether takes no MCP servers from the editor: configure them on the runner", f.cfg.Agent)})
+	servers, err := f.mcpServers(p.McpServers)
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, err
 	}
 	core, ws, err := f.coreFor(ctx, p.Cwd)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
 	create := func() (sessions.Info, error) {
-		return core.Create(ctx, sessions.CreateRequest{Agent: f.cfg.Agent, WorkspaceID: ws})
+		return core.Create(ctx, sessions.CreateRequest{Agent: f.cfg.Agent, WorkspaceID: ws, MCPServers: servers})
 	}
 	info, err := create()
-	if err != nil && f.freeWorkspace(ctx, core, ws, "") {
+	if err != nil && mcpError(err) == nil && f.freeWorkspace(ctx, core, ws, "") {
 		info, err = create()
 	}
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, rpcError(err)
 	}
 	f.note(info.ID, p.Cwd)
-	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws)
+	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws, "mcp_servers", len(servers))
 	modes, models := f.settings(core, info)
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID), Modes: modes, Models: models}, nil
 }
 
 // session finds a session of this front end's agent in the core of cwd
-// (or in those open), reopening it when it has ended and reopen is set.
-func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core, sessions.Info, error) {
+// (or in those open), reopening it when it has ended and reopen is set
+// (with servers in place of its MCP servers when there are some).
+func (f *front) session(ctx context.Context, id, cwd string, reopen bool, servers ...agent.MCPServer) (Core, sessions.Info, error) {
 	var core Core
 	var info sessions.Info
 	if cwd != "" {
@@ -93,9 +95,9 @@ func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core,
 	if reopen && info.State == sessions.StateEnded {
 		last, ws := info.LastSeq, info.WorkspaceID
 		var err error
-		info, err = core.Reopen(ctx, id, last, false)
-		if err != nil && f.freeWorkspace(ctx, core, ws, id) {
-			info, err = core.Reopen(ctx, id, last, false)
+		info, err = reopenSession(ctx, core, id, last, servers)
+		if err != nil && mcpError(err) == nil && f.freeWorkspace(ctx, core, ws, id) {
+			info, err = reopenSession(ctx, core, id, last, servers)
 		}
 		if err != nil {
 			return nil, sessions.Info{}, rpcError(err)
@@ -107,10 +109,11 @@ func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core,
 // LoadSession reopens an earlier session and replays its history as
 // session/update notifications, all of them before the answer.
 func (f *front) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
-	if len(p.McpServers) > 0 {
-		return acpsdk.LoadSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "the agent behind tether takes no MCP servers from the editor"})
+	servers, err := f.mcpServers(p.McpServers)
+	if err != nil {
+		return acpsdk.LoadSessionResponse{}, err
 	}
-	core, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true)
+	core, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true, servers...)
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, err
 	}
@@ -123,7 +126,11 @@ func (f *front) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 
 // ResumeSession reopens an earlier session without its history.
 func (f *front) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	core, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true)
+	servers, err := f.mcpServers(p.McpServers)
+	if err != nil {
+		return acpsdk.ResumeSessionResponse{}, err
+	}
+	core, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true, servers...)
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
@@ -237,6 +244,8 @@ func rpcError(err error) error {
 	switch {
 	case errors.As(err, &re):
 		return re
+	case mcpError(err) != nil:
+		return mcpError(err)
 	case errors.Is(err, agent.ErrInvalidSettings), errors.Is(err, agent.ErrInvalidImage):
 		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	case errors.Is(err, sessions.ErrNotFound), errors.Is(err, sessions.ErrUnknownAgent), errors.Is(err, agent.ErrTurnInProgress),

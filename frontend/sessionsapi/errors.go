@@ -26,7 +26,13 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 
 // fail maps the core's errors onto statuses and codes.
 func (a *api) fail(w http.ResponseWriter, err error) {
+	var unsupported *agent.UnsupportedError
 	switch {
+	case errors.Is(err, agent.ErrInvalidMCPServer):
+		writeError(w, http.StatusBadRequest, "invalid_mcp_server", err.Error())
+	case errors.As(err, new(*agent.MCPTransportError)),
+		errors.As(err, &unsupported) && unsupported.Capability == agent.CapabilityMCPServers:
+		writeError(w, http.StatusBadRequest, "mcp_transport_unsupported", err.Error())
 	case errors.Is(err, sessions.ErrNotFound):
 		writeError(w, http.StatusNotFound, "session_not_found", err.Error())
 	case errors.Is(err, sessions.ErrUnknownAgent):

@@ -61,7 +61,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	for name, v := range map[string]any{
 		"Session": sessions.Info{}, "Resolution": agent.Resolution{}, "Approval": agent.Approval{},
 		"Item": agent.Item{}, "FileChange": agent.FileChange{}, "Event": agent.Event{}, "Question": agent.Question{},
-		"Capabilities": agent.Capabilities{}, "CreateSession": createBody{}, "Resolve": resolveBody{}, "Prompt": promptBody{},
+		"Capabilities": agent.Capabilities{}, "CreateSession": createBody{}, "MCPServer": agent.MCPServer{}, "ResumeSession": resumeBody{}, "Resolve": resolveBody{}, "Prompt": promptBody{},
 	} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {

@@ -137,6 +137,9 @@ type createBody struct {
 	Prompt string `json:"prompt,omitempty"`
 	// Runner, in a fleet, names the runner to start the session on.
 	Runner string `json:"runner,omitempty"`
+	// MCPServers are MCP servers the agent connects to. Their env and
+	// headers may hold the client's secrets: no answer echoes them.
+	MCPServers []agent.MCPServer `json:"mcp_servers,omitempty"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -149,7 +152,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, err := a.m.Create(r.Context(), sessions.CreateRequest{Agent: body.Agent, WorkspaceID: body.WorkspaceID,
-		Model: body.Model, Mode: body.Mode, Resume: body.Resume, Fork: body.Fork, Runner: body.Runner})
+		Model: body.Model, Mode: body.Mode, Resume: body.Resume, Fork: body.Fork, Runner: body.Runner, MCPServers: body.MCPServers})
 	if err != nil {
 		a.fail(w, err)
 		return
@@ -257,11 +260,30 @@ func (a *api) interrupt(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
+// resumeBody is POST /v1/sessions/{id}/resume's optional body.
+type resumeBody struct {
+	// MCPServers, when given, replace the session's MCP servers (an
+	// empty list removes them); without it the session keeps its own.
+	MCPServers *[]agent.MCPServer `json:"mcp_servers,omitempty"`
+}
+
 // resume starts an ended session again under its id: its agent resumes
 // the conversation and its events go on from its last seq. In a fleet, a
 // session whose runner was lost is taken over by the runner asked.
 func (a *api) resume(w http.ResponseWriter, r *http.Request) {
-	info, err := a.m.Reopen(r.Context(), r.PathValue("id"), 0, false)
+	var body resumeBody
+	if r.ContentLength != 0 && !readJSON(w, r, &body) { // the body is optional
+		return
+	}
+	var info sessions.Info
+	var err error
+	if body.MCPServers == nil {
+		info, err = a.m.Reopen(r.Context(), r.PathValue("id"), 0, false)
+	} else if re, ok := a.m.(sessions.MCPReopener); ok {
+		info, err = re.ReopenWithMCP(r.Context(), r.PathValue("id"), 0, false, *body.MCPServers)
+	} else {
+		err = &agent.UnsupportedError{Agent: "this runner", Capability: "resume a session with other MCP servers"}
+	}
 	if err != nil {
 		a.fail(w, err)
 		return

@@ -61,6 +61,8 @@ type createRequest struct {
 	Options     json.RawMessage `json:"options,omitempty"`
 	Native      bool            `json:"native,omitempty"`
 	Relay       bool            `json:"relay,omitempty"`
+	// MCPServers go to the runner that starts the session.
+	MCPServers []agent.MCPServer `json:"mcp_servers,omitempty"`
 }
 
 type reply struct {
@@ -417,10 +419,10 @@ func (c *Core) handle(ctx context.Context, req request) (r reply) {
 
 func fromCore(req sessions.CreateRequest) *createRequest {
 	return &createRequest{Agent: req.Agent, WorkspaceID: req.WorkspaceID, Model: req.Model, Mode: req.Mode, Resume: req.Resume,
-		Fork: req.Fork, Options: req.Options, Native: req.Native, Relay: req.Relay}
+		Fork: req.Fork, Options: req.Options, Native: req.Native, Relay: req.Relay, MCPServers: req.MCPServers}
 }
 
 func (r *createRequest) toCore() sessions.CreateRequest {
 	return sessions.CreateRequest{Agent: r.Agent, WorkspaceID: r.WorkspaceID, Model: r.Model, Mode: r.Mode, Resume: r.Resume,
-		Fork: r.Fork, Options: r.Options, Native: r.Native, Relay: r.Relay}
+		Fork: r.Fork, Options: r.Options, Native: r.Native, Relay: r.Relay, MCPServers: r.MCPServers}
 }

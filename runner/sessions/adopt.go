@@ -20,6 +20,9 @@ type Adoption struct {
 	Info    Info
 	Model   string
 	Options json.RawMessage
+	// MCPServers are the session's MCP servers, which the agent is
+	// started with again.
+	MCPServers []agent.MCPServer
 }
 
 // Adopt takes over a session another runner ran: its events (history, in
@@ -47,7 +50,7 @@ func (m *Manager) Adopt(ctx context.Context, a Adoption, history iter.Seq2[agent
 	if err != nil {
 		return Info{}, err
 	}
-	rec := record{Info: a.Info, Options: a.Options}
+	rec := record{Info: a.Info, Options: a.Options, MCPServers: a.MCPServers}
 	if a.Model != "" {
 		rec.Model = a.Model
 	}

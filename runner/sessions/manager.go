@@ -139,6 +139,11 @@ type CreateRequest struct {
 	// Runner asks a fleet to place the session on that runner (a lone
 	// runner ignores it).
 	Runner string
+	// MCPServers are MCP servers the agent connects to, checked against
+	// the transports its driver takes (agent.Capabilities.MCP). The
+	// session keeps them for a reopen; its Info does not show them (their
+	// env and headers may hold the client's secrets).
+	MCPServers []agent.MCPServer
 }
 
 // record is what the index keeps of a session: its Info, and what a
@@ -146,6 +151,9 @@ type CreateRequest struct {
 type record struct {
 	Info
 	Options json.RawMessage `json:"options,omitempty"`
+	// MCPServers are the client's MCP servers, which a reopen starts the
+	// agent with again.
+	MCPServers []agent.MCPServer `json:"mcp_servers,omitempty"`
 	// PastItems counts the items of the agent's conversation from before
 	// the session (one created to resume it), which its driver reports
 	// and the log does not hold; the log holds everything after.
@@ -278,15 +286,18 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if err := caps.CheckSettings(req.Agent, agent.Settings{Mode: req.Mode}); err != nil {
 		return Info{}, err
 	}
+	if err := agent.CheckMCPServers(req.Agent, caps.MCP, req.MCPServers); err != nil {
+		return Info{}, err // before the workspace is taken
+	}
 	id := newID()
 	start := agent.StartRequest{Resume: req.Resume, Fork: req.Fork, Model: req.Model, Mode: req.Mode, Options: req.Options,
-		Native: req.Native || req.Relay, Relay: req.Relay, HostKeepsHistory: true}
+		Native: req.Native || req.Relay, Relay: req.Relay, HostKeepsHistory: true, MCPServers: req.MCPServers}
 	if start.Native && req.Resume == "" {
 		id = newNativeID()
 		start.NativeID = id
 	}
 	rec := record{Info: Info{ID: id, Agent: req.Agent, WorkspaceID: req.WorkspaceID, State: StateIdle, Created: m.cfg.Now(),
-		Native: start.Native, Relay: req.Relay, Model: req.Model, Mode: req.Mode}, Options: req.Options}
+		Native: start.Native, Relay: req.Relay, Model: req.Model, Mode: req.Mode}, Options: req.Options, MCPServers: req.MCPServers}
 	s, err := m.start(ctx, d, rec, start)
 	if err != nil {
 		return Info{}, err
@@ -313,6 +324,27 @@ func pastItems(ctx context.Context, a agent.Session) int {
 // keeps being one; relay says whether its client speaks the control side
 // this time.
 func (m *Manager) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool) (Info, error) {
+	return m.reopen(ctx, id, lastSeq, relay, nil)
+}
+
+// MCPReopener is a core that can reopen a session with other MCP servers
+// than those it was started with.
+type MCPReopener interface {
+	ReopenWithMCP(ctx context.Context, id string, lastSeq uint64, relay bool, servers []agent.MCPServer) (Info, error)
+}
+
+var _ MCPReopener = (*Manager)(nil)
+
+// ReopenWithMCP is Reopen with servers, checked as Create checks them, in
+// place of the session's MCP servers; the session keeps them for its next
+// reopen.
+func (m *Manager) ReopenWithMCP(ctx context.Context, id string, lastSeq uint64, relay bool, servers []agent.MCPServer) (Info, error) {
+	return m.reopen(ctx, id, lastSeq, relay, &servers)
+}
+
+// reopen reopens session id, with servers in place of its MCP servers
+// when servers is not nil.
+func (m *Manager) reopen(ctx context.Context, id string, lastSeq uint64, relay bool, servers *[]agent.MCPServer) (Info, error) {
 	if m.ShuttingDown() {
 		return Info{}, ErrShuttingDown // before the log, which may be closed already
 	}
@@ -338,13 +370,19 @@ func (m *Manager) Reopen(ctx context.Context, id string, lastSeq uint64, relay b
 	if !d.Capabilities().Resume || rec.NativeID == "" {
 		return Info{}, &agent.UnsupportedError{Agent: rec.Agent, Capability: "resume"}
 	}
+	if servers != nil {
+		if err := agent.CheckMCPServers(rec.Agent, d.Capabilities().MCP, *servers); err != nil {
+			return Info{}, err
+		}
+		rec.MCPServers = *servers
+	}
 	if err := m.skipTo(id, lastSeq); err != nil {
 		return Info{}, err
 	}
 	rec.Relay = relay && rec.Native
 	rec.State, rec.TurnID = StateIdle, ""
 	s, err := m.start(ctx, d, rec, agent.StartRequest{Resume: rec.NativeID, Model: rec.Model, Mode: rec.Mode, Options: rec.Options,
-		Native: rec.Native, Relay: rec.Relay, HostKeepsHistory: true})
+		Native: rec.Native, Relay: rec.Relay, HostKeepsHistory: true, MCPServers: rec.MCPServers})
 	if err != nil {
 		return Info{}, err
 	}

@@ -67,6 +67,7 @@ func Spec() acp.Spec {
 		Environ:       environ,
 		ModelArgs:     func(model string) []string { return []string{"--model", model} },
 		WithheldModes: []string{"yolo"}, // approves every tool call itself
+		MCP:           []agent.MCPTransport{agent.MCPStdio, agent.MCPHTTP, agent.MCPSSE},
 	}
 }
 

@@ -47,7 +47,7 @@ func Kind() driver.Kind {
 // Spec is how the ACP driver runs `opencode acp`.
 func Spec() acp.Spec {
 	return acp.Spec{Name: Name, CLI: "opencode", Args: []string{"acp"}, TestedVersion: TestedVersion,
-		FileSystem: true, Images: true, Environ: environ}
+		FileSystem: true, Images: true, Environ: environ, MCP: []agent.MCPTransport{agent.MCPStdio, agent.MCPHTTP, agent.MCPSSE}}
 }
 
 // provide is the kind "opencode"'s provider, when it is registered.

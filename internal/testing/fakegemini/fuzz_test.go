@@ -31,6 +31,8 @@ func TestDecide(t *testing.T) {
 	cases := map[string]string{
 		`{"contents":[{"role":"user","parts":[{"text":"ctx"},{"text":"please USE_SHELL touch x"}]}]}`:                                 "call run_shell_command",
 		`{"contents":[{"role":"user","parts":[{"text":"USE_WRITE a.txt hi"}]}]}`:                                                      "call write_file",
+		`{"contents":[{"role":"user","parts":[{"text":"USE_TOOL probe__mark {\"token\":\"t\"}"}]}]}`:                                  "call probe__mark",
+		`{"contents":[{"role":"user","parts":[{"functionResponse":{"name":"x","response":{"content":[{"text":"t1"}]}}}]}]}`:           `tool said: {"content":[{"text":"t1"}]}`,
 		`{"contents":[{"role":"user","parts":[{"text":"SAY exactly this"}]}]}`:                                                        "exactly this",
 		`{"contents":[{"role":"user","parts":[{"functionResponse":{"name":"x","response":{"output":"<u>\nOutput: hi\nPGID: 1"}}}]}]}`: "tool said: hi",
 	}

@@ -126,6 +126,9 @@ func toolOutput(fr *FunctionResponse) string {
 	if resp.Error != "" {
 		return "error: " + resp.Error
 	}
+	if resp.Output == "" { // another tool's shape (an MCP tool's content): as it came
+		return string(fr.Response)
+	}
 	out := resp.Output
 	if _, after, ok := strings.Cut(out, "Output:"); ok {
 		out, _, _ = strings.Cut(after, "\n")

@@ -16,6 +16,7 @@ import (
 const (
 	trigShell = "USE_SHELL" // USE_SHELL [command]: run_shell_command
 	trigWrite = "USE_WRITE" // USE_WRITE <path> [text]: write_file
+	trigTool  = "USE_TOOL"  // USE_TOOL <name> <JSON arguments>: a call of that tool
 	trigSlow  = "SLOW"
 	trigSay   = "SAY "
 	trigError = fakehttp.ErrorTrigger
@@ -56,7 +57,7 @@ func decide(req GenerateRequest, opts Options) reply {
 		return textReply("tool said: " + clip(toolOutput(last.FunctionResponse), maxEcho))
 	}
 	prompt := req.prompt()
-	kw, rest, ok := fakehttp.FirstTrigger(prompt, trigShell, trigWrite, trigSlow, trigSay, trigError)
+	kw, rest, ok := fakehttp.FirstTrigger(prompt, trigShell, trigWrite, trigTool, trigSlow, trigSay, trigError)
 	if !ok {
 		return textReply("Hello! You said: " + clip(prompt, maxEcho))
 	}
@@ -77,6 +78,15 @@ func decide(req GenerateRequest, opts Options) reply {
 			text = DefaultWriteText
 		}
 		return callReply("write_file", map[string]string{"file_path": path, "content": text + "\n"})
+	case trigTool:
+		name, args, _ := strings.Cut(rest, " ")
+		if args = strings.TrimSpace(args); args == "" {
+			args = "{}"
+		}
+		if name == "" || !json.Valid([]byte(args)) || args[0] != '{' {
+			return textReply("fake: USE_TOOL takes a tool name and a JSON object of arguments")
+		}
+		return reply{status: http.StatusOK, call: &FunctionCall{Name: name, Args: json.RawMessage(args)}}
 	case trigSlow:
 		pieces := make([]string, opts.SlowChunks)
 		for i := range pieces {

@@ -12,7 +12,8 @@
 // The reply to a request is, in this order:
 //
 //   - when its last part is a function's response: "tool said: <output>"
-//     (the shell's "Output:" text, or the tool's error), at most 200 runes;
+//     (the shell's "Output:" text, the tool's error, or a response of
+//     another shape as it came), at most 200 runes;
 //   - for a request that asks for JSON (responseMimeType application/json:
 //     the CLI's model router): a JSON object that routes to the default
 //     model, so a prompt's scenario plays once, in the agent's request;
@@ -26,6 +27,8 @@
 //     when none follows)
 //   - USE_WRITE <path> [text]: a call of write_file writing the line [text]
 //     (DefaultWriteText when none) to <path>
+//   - USE_TOOL <name> <JSON object>: a call of that tool (an MCP server's,
+//     say) with those arguments
 //   - SLOW: text in Options.SlowChunks chunks, Options.SlowChunkDelay apart
 //   - ERROR_<4xx|5xx>: that status with a Google API error body
 package fakegemini

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/internal/testing/fakehttp"
@@ -46,9 +47,12 @@ type (
 		Content []outputText `json:"content"`
 	}
 	functionCallItem struct {
-		ID        string `json:"id"`
-		Type      string `json:"type"`
-		Status    string `json:"status"`
+		ID     string `json:"id"`
+		Type   string `json:"type"`
+		Status string `json:"status"`
+		// Namespace is the namespace tool the function is in (Codex
+		// offers an MCP server's tools in one, mcp__<server>).
+		Namespace string `json:"namespace,omitempty"`
 		Name      string `json:"name"`
 		CallID    string `json:"call_id"`
 		Arguments string `json:"arguments"`
@@ -181,6 +185,9 @@ func (rr *responseReply) item(done bool) any {
 	}
 	if rr.call != nil {
 		fc := functionCallItem{ID: rr.itemID, Type: "function_call", Status: status, Name: rr.call.name, CallID: rr.callID}
+		if ns, name, ok := strings.Cut(rr.call.name, "/"); ok {
+			fc.Namespace, fc.Name = ns, name
+		}
 		if done {
 			fc.Arguments = string(rr.call.args)
 		}

@@ -28,7 +28,8 @@
 //     for Codex, bash {"command","description"} for OpenCode
 //   - USE_TOOL <name> <JSON arguments>: a call of the client's tool <name>
 //     (a function tool) with those arguments, the rest of the line:
-//     OpenCode's question tool, say
+//     OpenCode's question tool, say; <namespace>/<name> calls the function
+//     <name> of a namespace tool (Responses API: Codex's MCP servers)
 //   - SLOW: text in Options.SlowChunks deltas, Options.SlowChunkDelay apart
 //   - ERROR_<4xx|5xx>: that status with an OpenAI error body
 //   - USE_PATCH <path> [text] (Responses only, and before the triggers
