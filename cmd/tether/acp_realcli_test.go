@@ -183,7 +183,7 @@ func realACPSession(t *testing.T, kind, makeFile string, remote bool) {
 		t.Fatalf("cancelled turn: %q", stop)
 	}
 	if !c.CanLoad {
-		return // Gemini CLI 0.61.0 cannot resume (docs/agents-acp.md): nothing to load
+		t.Fatalf("tether acp --agent %s offers no session/load", kind)
 	}
 	if _, err := c.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatalf("another session/new: %v", err)

@@ -51,6 +51,14 @@ type Spec struct {
 	// NoResume refuses to resume though the agent declares it can: the
 	// kind's session/load does not work (see the kind's package).
 	NoResume bool
+	// BeforeResume, when set, runs before a session is resumed, given
+	// the agent's environment (HOME is the session's home, if any) and
+	// the native id: the kind's fix-ups to what the agent saved.
+	BeforeResume func(env []string, nativeID string) error
+	// ReplayAfterLoad: the agent replays a loaded session's history after
+	// its answer to session/load, then sends its available commands; the
+	// session waits for those before it starts.
+	ReplayAfterLoad bool
 	// ModelArgs, when set, are the arguments that pick a model (a
 	// StartRequest.Model); without it a model is refused.
 	ModelArgs func(model string) []string
@@ -189,6 +197,11 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Sessi
 		var err error
 		if env, err = d.spec.Environ(env, req.Home); err != nil {
 			return nil, fmt.Errorf("%s: %w", d.spec.Name, err)
+		}
+	}
+	if req.Resume != "" && d.spec.BeforeResume != nil {
+		if err := d.spec.BeforeResume(env, req.Resume); err != nil {
+			return nil, fmt.Errorf("%s: resume %s: %w", d.spec.Name, req.Resume, err)
 		}
 	}
 	cmd, err := d.command(req, env)

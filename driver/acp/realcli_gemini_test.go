@@ -33,8 +33,8 @@ func geminiDriver(t *testing.T, opts fakegemini.Options) (*acp.Driver, *fakegemi
 
 // The journey through the real Gemini CLI: a text reply, a shell command
 // allowed and one denied, a file written once allowed (and in the diff),
-// the messages, and an interrupted slow turn. Resuming is refused as
-// unsupported (package gemini says why), and the capabilities say so.
+// the messages, and an interrupted slow turn. (Resuming is
+// TestRealCLIGeminiResume.)
 func TestRealCLIGeminiJourney(t *testing.T) {
 	d, fake := geminiDriver(t, fakegemini.Options{})
 	ws, home := t.TempDir(), t.TempDir()
@@ -168,11 +168,8 @@ func TestRealCLIGeminiJourney(t *testing.T) {
 		t.Fatalf("messages %q", texts)
 	}
 
-	if d.Capabilities().Resume {
-		t.Errorf("gemini declares resume: %+v", d.Capabilities())
-	}
-	if _, err := d.Start(t.Context(), agent.StartRequest{Workspace: ws, Home: t.TempDir(), Resume: s.NativeID()}); !errors.Is(err, agent.ErrUnsupported) {
-		t.Errorf("resume: %v", err)
+	if !d.Capabilities().Resume {
+		t.Errorf("gemini does not declare resume: %+v", d.Capabilities())
 	}
 
 	// interrupt
@@ -187,5 +184,51 @@ func TestRealCLIGeminiJourney(t *testing.T) {
 	}
 	if err := s.Interrupt(t.Context()); !errors.Is(err, agent.ErrNoTurn) {
 		t.Errorf("interrupt between turns: %v", err)
+	}
+}
+
+// A Gemini CLI session closed after a turn is resumed by its native id,
+// twice, straight away (within the minute its chat file is named for):
+// the resumed session says it is the same one, and the model is sent the
+// earlier turns.
+func TestRealCLIGeminiResume(t *testing.T) {
+	d, fake := geminiDriver(t, fakegemini.Options{})
+	ws, home := t.TempDir(), t.TempDir()
+	id := ""
+	for i, say := range []string{"one", "two", "three"} {
+		req := agent.StartRequest{Workspace: ws, Home: home, Resume: id}
+		s, err := d.Start(t.Context(), req)
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		ch := events(t, s)
+		evs := until(t, ch, func(e agent.Event) bool { return e.Kind == agent.KindSessionStarted })
+		if evs[0].Kind != agent.KindSessionStarted || evs[0].Session.NativeID == "" || (id != "" && evs[0].Session.NativeID != id) {
+			t.Fatalf("start %d: events %s, session %+v, resumed %q", i, kinds(evs), evs[0].Session, id)
+		}
+		id = evs[0].Session.NativeID
+		before := len(fake.Requests())
+		prompt(t, s, "SAY "+say)
+		evs = until(t, ch, turnDone)
+		if got := text(evs); got != say {
+			t.Fatalf("turn %d said %q; %s", i, got, kinds(evs))
+		}
+		var sent string
+		for _, r := range fake.Requests()[before:] {
+			if strings.Contains(r.Path, ":streamGenerateContent") {
+				sent = string(r.Body)
+			}
+		}
+		for _, earlier := range []string{"one", "two", "three"}[:i] {
+			if !strings.Contains(sent, `"SAY `+earlier+`"`) || !strings.Contains(sent, `"`+earlier+`"`) {
+				t.Fatalf("turn %d's request does not carry the turn %q: %s", i, earlier, sent)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !d.Capabilities().Resume {
+		t.Errorf("capabilities %+v", d.Capabilities())
 	}
 }

@@ -50,6 +50,9 @@ type session struct {
 	changes     []agent.FileChange
 	ended       bool
 	closing     bool
+	// replayed is closed by the update that ends a loaded session's
+	// replay (Spec.ReplayAfterLoad).
+	replayed chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -125,8 +128,12 @@ func (s *session) open(ctx context.Context, req agent.StartRequest) error {
 		id = acpsdk.SessionId(req.Resume)
 		// The history is replayed as updates outside any turn: the mapper
 		// passes them over.
+		replayed := s.expectReplay()
 		res, err := s.rpc.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: id, Cwd: req.Workspace, McpServers: mcp})
 		if err != nil {
+			return fmt.Errorf("%s: session/load: %w", name, err)
+		}
+		if err := waitReplay(ctx, replayed); err != nil {
 			return fmt.Errorf("%s: session/load: %w", name, err)
 		}
 		modes, models = res.Modes, res.Models
@@ -180,12 +187,50 @@ func (s *session) EventBatches(ctx context.Context) iter.Seq2[[]agent.Event, err
 	return s.out.Batches(ctx)
 }
 
+// replayWait bounds the wait for a loaded session's replay to end.
+const replayWait = 5 * time.Second
+
+// expectReplay is closed when the replay of a session about to be
+// loaded ends, for an agent that replays after its answer
+// (Spec.ReplayAfterLoad); nil otherwise.
+func (s *session) expectReplay() chan struct{} {
+	if !s.d.spec.ReplayAfterLoad {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replayed = make(chan struct{})
+	return s.replayed
+}
+
+// waitReplay waits, at most replayWait, for replayed to be closed, so the
+// replay does not run into the first turn; past the bound the session
+// goes on.
+func waitReplay(ctx context.Context, replayed chan struct{}) error {
+	if replayed == nil {
+		return nil
+	}
+	t := time.NewTimer(replayWait)
+	defer t.Stop()
+	select {
+	case <-replayed:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
 // update maps one session/update, waiting for room in the outbox so a
 // slow reader holds the agent back instead of losing events.
 func (s *session) update(n acpsdk.SessionNotification) {
 	s.mu.Lock()
 	if string(n.SessionId) == s.native || s.native == "" {
 		s.emit(s.m.update(n.Update))
+	}
+	if s.replayed != nil && n.Update.AvailableCommandsUpdate != nil {
+		close(s.replayed)
+		s.replayed = nil
 	}
 	s.mu.Unlock()
 	_ = s.out.WaitRoom(s.ctx)

@@ -56,14 +56,16 @@ func Kind() driver.Kind {
 // file system: Gemini CLI 0.61.0 takes only an error object whose message
 // says ENOENT for a missing file, which a JSON-RPC error cannot be, so it
 // could not create a file through the client; its own file tools run in
-// the sandbox with it instead. Resuming is refused: Gemini CLI 0.61.0
-// declares loadSession, but its session/load first starts the session
-// afresh under the same id, which overwrites the saved conversation, and
-// then finds nothing to load ("No previous sessions found for this
-// project").
+// the sandbox with it instead. A resume is a session/load; before it,
+// the saved chat is moved out of the way of the fresh start that
+// session/load makes first (see beforeResume), and the session waits for
+// the history session/load replays after its answer (Session.streamHistory
+// is not awaited; the available commands, sent from a timer, come after
+// it).
 func Spec() acp.Spec {
 	return acp.Spec{
-		Name: Name, CLI: "gemini", Args: []string{"--acp"}, TestedVersion: TestedVersion, NoResume: true, Images: true,
+		Name: Name, CLI: "gemini", Args: []string{"--acp"}, TestedVersion: TestedVersion, Images: true,
+		BeforeResume: beforeResume, ReplayAfterLoad: true,
 		Environ:       environ,
 		ModelArgs:     func(model string) []string { return []string{"--model", model} },
 		WithheldModes: []string{"yolo"}, // approves every tool call itself
