@@ -32,6 +32,7 @@ func (f *front) Initialize(ctx context.Context, p acpsdk.InitializeRequest) (acp
 			LoadSession:         caps.Resume, // a load of an ended session resumes its agent
 			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true},
 			SessionCapabilities: sc,
+			McpCapabilities:     mcpCapabilities(caps),
 		},
 		AgentInfo:   &acpsdk.Implementation{Name: "tether", Title: acpsdk.Ptr("Tether (" + f.cfg.Agent + ")"), Version: f.cfg.Version},
 		AuthMethods: []acpsdk.AuthMethod{},
@@ -76,31 +77,32 @@ func (f *front) opened() Core {
 }
 
 func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
-	if len(p.McpServers) > 0 {
-		return acpsdk.NewSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
-			"the %s agent behind tether takes no MCP servers from the editor: configure them on the runner", f.cfg.Agent)})
+	servers, err := f.mcpServers(p.McpServers)
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, err
 	}
 	core, ws, err := f.coreFor(ctx, p.Cwd)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
 	create := func() (sessions.Info, error) {
-		return core.Create(ctx, sessions.CreateRequest{Agent: f.cfg.Agent, WorkspaceID: ws})
+		return core.Create(ctx, sessions.CreateRequest{Agent: f.cfg.Agent, WorkspaceID: ws, MCPServers: servers})
 	}
 	info, err := create()
-	if err != nil && f.freeWorkspace(ctx, core, ws, "") {
+	if err != nil && mcpError(err) == nil && f.freeWorkspace(ctx, core, ws, "") {
 		info, err = create()
 	}
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, rpcError(err)
 	}
-	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws)
+	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws, "mcp_servers", len(servers))
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID)}, nil
 }
 
 // session finds a session of this front end's agent in the core of cwd
-// (or the one open), reopening it when it has ended and reopen is set.
-func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core, sessions.Info, error) {
+// (or the one open), reopening it when it has ended and reopen is set
+// (with servers in place of its MCP servers when there are some).
+func (f *front) session(ctx context.Context, id, cwd string, reopen bool, servers ...agent.MCPServer) (Core, sessions.Info, error) {
 	var core Core
 	if cwd != "" {
 		c, _, err := f.coreFor(ctx, cwd)
@@ -117,9 +119,9 @@ func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core,
 	}
 	if reopen && info.State == sessions.StateEnded {
 		last, ws := info.LastSeq, info.WorkspaceID
-		info, err = core.Reopen(ctx, id, last, false)
-		if err != nil && f.freeWorkspace(ctx, core, ws, id) {
-			info, err = core.Reopen(ctx, id, last, false)
+		info, err = reopenSession(ctx, core, id, last, servers)
+		if err != nil && mcpError(err) == nil && f.freeWorkspace(ctx, core, ws, id) {
+			info, err = reopenSession(ctx, core, id, last, servers)
 		}
 		if err != nil {
 			return nil, sessions.Info{}, rpcError(err)
@@ -131,10 +133,11 @@ func (f *front) session(ctx context.Context, id, cwd string, reopen bool) (Core,
 // LoadSession reopens an earlier session and replays its history as
 // session/update notifications, all of them before the answer.
 func (f *front) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
-	if len(p.McpServers) > 0 {
-		return acpsdk.LoadSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "the agent behind tether takes no MCP servers from the editor"})
+	servers, err := f.mcpServers(p.McpServers)
+	if err != nil {
+		return acpsdk.LoadSessionResponse{}, err
 	}
-	core, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true)
+	core, info, err := f.session(ctx, string(p.SessionId), p.Cwd, true, servers...)
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, err
 	}
@@ -146,7 +149,11 @@ func (f *front) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 
 // ResumeSession reopens an earlier session without its history.
 func (f *front) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	if _, _, err := f.session(ctx, string(p.SessionId), p.Cwd, true); err != nil {
+	servers, err := f.mcpServers(p.McpServers)
+	if err != nil {
+		return acpsdk.ResumeSessionResponse{}, err
+	}
+	if _, _, err := f.session(ctx, string(p.SessionId), p.Cwd, true, servers...); err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
 	return acpsdk.ResumeSessionResponse{}, nil
@@ -251,6 +258,8 @@ func rpcError(err error) error {
 	switch {
 	case errors.As(err, &re):
 		return re
+	case mcpError(err) != nil:
+		return mcpError(err)
 	case errors.Is(err, sessions.ErrNotFound), errors.Is(err, sessions.ErrUnknownAgent), errors.Is(err, agent.ErrTurnInProgress),
 		errors.Is(err, sessions.ErrEnded), errors.Is(err, agent.ErrUnsupported):
 		return acpsdk.NewInvalidRequest(map[string]any{"error": err.Error()})

@@ -44,7 +44,7 @@ func (c *RemoteCore) Agents() map[string]agent.Capabilities {
 
 func (c *RemoteCore) Create(ctx context.Context, req sessions.CreateRequest) (sessions.Info, error) {
 	s, err := c.client.Create(ctx, client.CreateRequest{Agent: req.Agent, WorkspaceID: req.WorkspaceID, Model: req.Model,
-		Resume: req.Resume, Fork: req.Fork, Runner: req.Runner})
+		Resume: req.Resume, Fork: req.Fork, Runner: req.Runner, MCPServers: req.MCPServers})
 	return info(s), coreError(err)
 }
 

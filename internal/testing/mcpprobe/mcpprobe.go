@@ -95,7 +95,9 @@ func HTTP(t testing.TB, marker string) (streamable, sse string) {
 		return NewServer(marker, func(*mcp.CallToolRequest) string { return tag(r) })
 	}, nil))
 	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	// An agent that outlives the test's other cleanups may hold a stream
+	// open, which Close would wait for.
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 	return srv.URL + "/mcp", srv.URL + "/sse"
 }
 
