@@ -48,6 +48,9 @@ func (f *front) mcpServers(servers []acpsdk.McpServer) ([]agent.MCPServer, error
 			return nil, invalidMCP("an MCP server without a transport")
 		}
 	}
+	if len(f.cfg.Capabilities.MCP) == 0 {
+		return nil, invalidMCP(fmt.Sprintf("MCP server %q: the %s agent behind tether takes no MCP servers", out[0].Name, f.cfg.Agent))
+	}
 	if err := agent.CheckMCPServers(f.cfg.Agent, f.cfg.Capabilities.MCP, out); err != nil {
 		return nil, mcpError(err)
 	}
