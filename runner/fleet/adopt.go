@@ -22,7 +22,7 @@ import (
 // homes are on storage this runner reaches too. The session keeps its id
 // and its seq goes on. Of runners that try at once, the one whose claim
 // the registry takes does it.
-func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
+func (c *Core) adopt(ctx context.Context, s sessionRev, servers []agent.MCPServer) (sessions.Info, error) {
 	id := s.ID
 	if c.draining.Load() {
 		return sessions.Info{}, fmt.Errorf("%w (%s)", sessions.ErrDraining, c.f.cfg.Name)
@@ -65,7 +65,7 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 	}
 	last := history[len(history)-1]
 	c.f.pub.adopt(id, uint64(last.Seq), last.pos)
-	a := sessions.Adoption{Info: s.Info}
+	a := sessions.Adoption{Info: s.Info, MCPServers: servers}
 	if c.f.cfg.ResumeOptions != nil {
 		a.Options = c.f.cfg.ResumeOptions(s.Agent, turnsOf(history))
 	}
@@ -85,11 +85,11 @@ func (c *Core) adopt(ctx context.Context, s sessionRev) (sessions.Info, error) {
 // adoptRetrying is adopt, tried again while the stream or the registry
 // does not answer: a lost runner's NATS node may have led them, and the
 // others elect new leaders within seconds.
-func (c *Core) adoptRetrying(ctx context.Context, s sessionRev) (sessions.Info, error) {
+func (c *Core) adoptRetrying(ctx context.Context, s sessionRev, servers []agent.MCPServer) (sessions.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, adoptTimeout)
 	defer cancel()
 	for {
-		info, err := c.adopt(ctx, s)
+		info, err := c.adopt(ctx, s, servers)
 		if !unanswered(err) || ctx.Err() != nil {
 			return info, err
 		}

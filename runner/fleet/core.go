@@ -289,13 +289,46 @@ func (c *Core) Reopen(ctx context.Context, id string, lastSeq uint64, relay bool
 		return info, err
 	}
 	if s, ok := c.reg.session(id); ok && (s.Cause == agent.ReasonRunnerLost || c.runnerLost(s.Runner)) {
-		return c.adoptRetrying(ctx, s)
+		return c.adoptRetrying(ctx, s, nil)
 	}
 	r, err := c.remote(ctx, id, request{Op: "reopen", LastSeq: lastSeq, Relay: relay})
 	if err != nil {
 		return sessions.Info{}, err
 	}
 	return *r.Info, nil
+}
+
+var _ sessions.MCPReopener = (*Core)(nil)
+
+// ReopenWithMCP is Reopen with other MCP servers: here, or as a take-over
+// of a lost runner's session (the servers are not kept where another
+// runner can read them, so a take-over starts without them unless they
+// are given again). A session of another runner that is up is reopened
+// there: its servers would have to cross NATS, which carries no client's
+// secrets, so it is refused with the runner to ask.
+func (c *Core) ReopenWithMCP(ctx context.Context, id string, lastSeq uint64, relay bool, servers []agent.MCPServer) (sessions.Info, error) {
+	if c.isLocal(id) {
+		info, err := c.local.ReopenWithMCP(ctx, id, lastSeq, relay, servers)
+		if err == nil {
+			info.Runner = c.f.cfg.Name
+			c.f.out.session(id)
+		}
+		return info, err
+	}
+	s, ok := c.reg.session(id)
+	if ok && (s.Cause == agent.ReasonRunnerLost || c.runnerLost(s.Runner)) {
+		// Checked before the session is claimed: a refused take-over
+		// leaves it to be taken over again.
+		if err := agent.CheckMCPServers(s.Agent, c.local.Agents()[s.Agent].MCP, servers); err != nil {
+			return sessions.Info{}, err
+		}
+		return c.adoptRetrying(ctx, s, servers)
+	}
+	if !ok {
+		return sessions.Info{}, fmt.Errorf("%w: %s", sessions.ErrNotFound, id)
+	}
+	return sessions.Info{}, fmt.Errorf("%w: session %s lives on runner %s: resume it there to give it MCP servers (a client's servers do not cross the fleet)",
+		sessions.ErrInvalidRequest, id, s.Runner)
 }
 
 // Get answers from this runner's core, or asks the session's runner (its

@@ -97,7 +97,8 @@ var sentinels = []struct {
 	{"invalid_event", agent.ErrInvalidEvent}, {"invalid_options", agent.ErrInvalidOptions},
 	{"bad_answer", agent.ErrBadAnswer}, {"history_elsewhere", agent.ErrHistoryElsewhere},
 	{"runner_gone", sessions.ErrRunnerGone}, {"draining", sessions.ErrDraining},
-	{"invalid_settings", agent.ErrInvalidSettings},
+	{"invalid_settings", agent.ErrInvalidSettings}, {"invalid_image", agent.ErrInvalidImage},
+	{"invalid_mcp_server", agent.ErrInvalidMCPServer},
 }
 
 func toWire(err error) *wireError {
