@@ -130,6 +130,18 @@ func New(cfg driver.Config, spec Spec) (*Driver, error) {
 			MCP: slices.Clone(spec.MCP)}}, nil
 }
 
+// Maker is New for spec, in the form the driver registry takes
+// (driver.Kind.New): an ACP kind registers with acp.Maker(Spec()).
+func Maker(spec Spec) func(driver.Config) (agent.Driver, error) {
+	return func(cfg driver.Config) (agent.Driver, error) {
+		d, err := New(cfg, spec)
+		if err != nil {
+			return nil, err // not a nil *Driver in an interface
+		}
+		return d, nil
+	}
+}
+
 func lastWord(s string) string {
 	f := strings.Fields(s)
 	if len(f) == 0 {

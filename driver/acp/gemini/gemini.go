@@ -42,13 +42,7 @@ func Kind() driver.Kind {
 		CLI: "gemini", TestedVersion: TestedVersion,
 		EnvPrefixes: []string{"GEMINI_", "GOOGLE_GEMINI_", "GOOGLE_API_KEY", "GOOGLE_GENAI_", "GOOGLE_CLOUD_"},
 		Provider:    provide,
-		New: func(cfg driver.Config) (agent.Driver, error) {
-			d, err := acp.New(cfg, Spec())
-			if err != nil {
-				return nil, err // not a nil *Driver in an interface
-			}
-			return d, nil
-		},
+		New:         acp.Maker(Spec()),
 	}
 }
 

@@ -34,13 +34,7 @@ func Kind() driver.Kind {
 		EnvPrefixes: []string{"OPENAI_", "ANTHROPIC_", "OPENCODE_DISABLE_", "OPENCODE_EXPERIMENTAL", "OPENCODE_PURE",
 			"npm_config_", "NPM_CONFIG_"},
 		Provider: provide,
-		New: func(cfg driver.Config) (agent.Driver, error) {
-			d, err := acp.New(cfg, Spec())
-			if err != nil {
-				return nil, err // not a nil *Driver in an interface
-			}
-			return d, nil
-		},
+		New:      acp.Maker(Spec()),
 	}
 }
 
