@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 )
 
 // tether run --agent gemini on this machine, Gemini CLI against a fake
-// Gemini API: the reply on the terminal, a shell command run after
+// Gemini API: the reply on the terminal, the conversation resumed by
+// another process, a shell command run after
 // --approve=allow, and --json's canonical events with the command
 // declined after --approve=deny.
 func TestRealCLIRunGeminiLocally(t *testing.T) {
@@ -26,6 +28,24 @@ func TestRealCLIRunGeminiLocally(t *testing.T) {
 	r := tether(t, dir, "", env, "run", "--agent", "gemini", "--cli", cli, "SAY hello from gemini")
 	if r.code != 0 || !strings.Contains(r.stdout, "hello from gemini") {
 		t.Fatalf("text: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// resume: the conversation goes on in another process, and the
+	// model is sent its first turn again
+	m := regexp.MustCompile(`session (\S+)\s*$`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no id to resume in\n%s", r.stdout)
+	}
+	before := len(fake.Requests())
+	r = tether(t, dir, "", env, "run", "--agent", "gemini", "--cli", cli, "--resume", m[1], "SAY again")
+	if r.code != 0 || !strings.Contains(r.stdout, "again") {
+		t.Fatalf("resume: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	carried := false
+	for _, req := range fake.Requests()[before:] {
+		carried = carried || (strings.Contains(string(req.Body), "hello from gemini") && strings.Contains(string(req.Body), "SAY again"))
+	}
+	if !carried {
+		t.Fatal("the resumed turn's request does not carry the first turn")
 	}
 	r = tether(t, dir, "", env, "run", "--agent", "gemini", "--cli", cli, "--approve=allow", "USE_SHELL touch made-by-gemini")
 	if _, err := os.Stat(filepath.Join(dir, "made-by-gemini")); r.code != 0 || err != nil {
