@@ -27,8 +27,8 @@ func realACPClaudeModes(t *testing.T, remote bool) {
 	if err != nil {
 		t.Fatalf("session/new: %v\n%s", err, c.Stderr.String())
 	}
-	if s.Modes == nil || s.Modes.CurrentModeId != "default" || s.Models == nil {
-		t.Fatalf("session/new: modes %+v models %+v", s.Modes, s.Models)
+	if s.Modes == nil || s.Modes.CurrentModeId != "default" || len(s.ConfigOptions) != 1 {
+		t.Fatalf("session/new: modes %+v config options %+v", s.Modes, s.ConfigOptions)
 	}
 	if _, err := c.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "acceptEdits"}); err != nil {
 		t.Fatalf("set_mode: %v\n%s", err, c.Stderr.String())
@@ -51,8 +51,9 @@ func realACPClaudeModes(t *testing.T, remote bool) {
 	}
 
 	const model = "claude-tether-switched"
-	if _, err := c.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: s.SessionId, ModelId: model}); err != nil {
-		t.Fatalf("set_model: %v\n%s", err, c.Stderr.String())
+	if _, err := c.SetSessionConfigOption(ctx, acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{
+		SessionId: s.SessionId, ConfigId: "model", Value: model}}); err != nil {
+		t.Fatalf("set_config_option model: %v\n%s", err, c.Stderr.String())
 	}
 	before := len(fake.Requests())
 	if r, err := prompt(ctx, c, s.SessionId, "SAY switched"); err != nil || r.StopReason != acp.StopReasonEndTurn {

@@ -66,8 +66,8 @@ func (f *front) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	}
 	f.note(info.ID, p.Cwd)
 	f.cfg.Logger.Info("acp: session created", "session", info.ID, "workspace", ws, "mcp_servers", len(servers))
-	modes, models := f.settings(core, info)
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID), Modes: modes, Models: models}, nil
+	modes, options := f.settings(core, info)
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(info.ID), Modes: modes, ConfigOptions: options}, nil
 }
 
 // session finds a session of this front end's agent in the core of cwd
@@ -120,8 +120,8 @@ func (f *front) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 	if err := f.replay(ctx, core, info); err != nil {
 		return acpsdk.LoadSessionResponse{}, rpcError(err)
 	}
-	modes, models := f.settings(core, info)
-	return acpsdk.LoadSessionResponse{Modes: modes, Models: models}, nil
+	modes, options := f.settings(core, info)
+	return acpsdk.LoadSessionResponse{Modes: modes, ConfigOptions: options}, nil
 }
 
 // ResumeSession reopens an earlier session without its history.
@@ -134,8 +134,8 @@ func (f *front) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
-	modes, models := f.settings(core, info)
-	return acpsdk.ResumeSessionResponse{Modes: modes, Models: models}, nil
+	modes, options := f.settings(core, info)
+	return acpsdk.ResumeSessionResponse{Modes: modes, ConfigOptions: options}, nil
 }
 
 // freeWorkspace makes room in workspace ws, which one session at a time
@@ -228,10 +228,6 @@ func (f *front) Cancel(ctx context.Context, p acpsdk.CancelNotification) error {
 		f.cfg.Logger.Warn("acp: interrupt", "session", p.SessionId, "err", err)
 	}
 	return nil
-}
-
-func (f *front) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
-	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound("session/set_config_option")
 }
 
 func unknownSession(id string) error {

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -35,10 +36,16 @@ func (f *front) modeState(caps agent.Capabilities, info sessions.Info) *acpsdk.S
 	return st
 }
 
-// modelState is a session's models as ACP has them: the agent's own
-// default, the models its capabilities name, and the session's own if
-// it is none of them; nil when the model cannot be changed.
-func (f *front) modelState(caps agent.Capabilities, info sessions.Info) *acpsdk.SessionModelState {
+// modelConfigID is the id of the session configuration option that
+// holds its model.
+const modelConfigID = "model"
+
+// configOptions are a session's configuration options: its model, where
+// the agent's model can change (the agent's own default, the models its
+// capabilities name, and the session's own if it is none of them). ACP's
+// stable configuration options carry it, not the unstable model state,
+// whose fields the stable schema does not have.
+func (f *front) configOptions(caps agent.Capabilities, info sessions.Info) []acpsdk.SessionConfigOption {
 	if !caps.SetModel {
 		return nil
 	}
@@ -50,15 +57,18 @@ func (f *front) modelState(caps agent.Capabilities, info sessions.Info) *acpsdk.
 	if !slices.Contains(names, current) {
 		names = append(names, current)
 	}
-	st := &acpsdk.SessionModelState{CurrentModelId: acpsdk.ModelId(current), AvailableModels: make([]acpsdk.ModelInfo, 0, len(names))}
+	opts := make(acpsdk.SessionConfigSelectOptionsUngrouped, 0, len(names))
 	for _, n := range names {
-		mi := acpsdk.ModelInfo{ModelId: acpsdk.ModelId(n), Name: n}
+		o := acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(n), Name: n}
 		if n == defaultModel {
-			mi.Name, mi.Description = "Default", acpsdk.Ptr("the model the agent chooses")
+			o.Name, o.Description = "Default", acpsdk.Ptr("the model the agent chooses")
 		}
-		st.AvailableModels = append(st.AvailableModels, mi)
+		opts = append(opts, o)
 	}
-	return st
+	model := acpsdk.NewSessionConfigOptionSelect(acpsdk.SessionConfigValueId(current), acpsdk.SessionConfigSelectOptions{Ungrouped: &opts})
+	model.Select.Id, model.Select.Name = modelConfigID, "Model"
+	model.Select.Category = acpsdk.Ptr(acpsdk.SessionConfigOptionCategoryModel)
+	return []acpsdk.SessionConfigOption{model}
 }
 
 // capsNow are the agent's capabilities as the core has them now: an ACP
@@ -70,10 +80,11 @@ func (f *front) capsNow(core Core) agent.Capabilities {
 	return f.cfg.Capabilities
 }
 
-// settings are a session's modes and models, for the answer that opens it.
-func (f *front) settings(core Core, info sessions.Info) (*acpsdk.SessionModeState, *acpsdk.SessionModelState) {
+// settings are a session's modes and configuration options, for the
+// answer that opens it.
+func (f *front) settings(core Core, info sessions.Info) (*acpsdk.SessionModeState, []acpsdk.SessionConfigOption) {
 	caps := f.capsNow(core)
-	return f.modeState(caps, info), f.modelState(caps, info)
+	return f.modeState(caps, info), f.configOptions(caps, info)
 }
 
 // SetSessionMode switches a live session's mode.
@@ -98,15 +109,40 @@ func (f *front) UnstableSetSessionModel(ctx context.Context, p acpsdk.UnstableSe
 }
 
 func (f *front) configure(ctx context.Context, id string, set agent.Settings) error {
+	_, err := f.configured(ctx, id, set)
+	return err
+}
+
+// configured is configure, with what the session's configuration options
+// are after it.
+func (f *front) configured(ctx context.Context, id string, set agent.Settings) ([]acpsdk.SessionConfigOption, error) {
 	core, info, err := f.session(ctx, id, "", false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if info.State == sessions.StateEnded {
-		return acpsdk.NewInvalidRequest(map[string]any{"error": "session " + id + " has ended: session/load it first"})
+		return nil, acpsdk.NewInvalidRequest(map[string]any{"error": "session " + id + " has ended: session/load it first"})
 	}
-	if _, err := core.Configure(ctx, id, set); err != nil {
-		return rpcError(err)
+	if info, err = core.Configure(ctx, id, set); err != nil {
+		return nil, rpcError(err)
 	}
-	return nil
+	return f.configOptions(f.capsNow(core), info), nil
+}
+
+// SetSessionConfigOption sets the session's model, its one configuration
+// option.
+func (f *front) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+	v := p.ValueId
+	switch {
+	case v == nil || v.ConfigId != modelConfigID:
+		return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no configuration option but %q, which takes a value id", modelConfigID)})
+	case v.Value == "" || v.Value == defaultModel:
+		return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewInvalidParams(map[string]any{
+			"error": "the default model is the one a session starts with; name a model to switch to"})
+	}
+	opts, err := f.configured(ctx, string(v.SessionId), agent.Settings{Model: string(v.Value)})
+	if err != nil {
+		return acpsdk.SetSessionConfigOptionResponse{}, err
+	}
+	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: opts}, nil
 }

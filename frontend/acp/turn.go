@@ -115,7 +115,10 @@ func (f *front) follow(core Core, id string, info sessions.Info, req string, t *
 			continue
 		case e.Kind == agent.KindTurnCompleted:
 			resp, err := stopReason(e, t.cancelled())
-			resp.Usage = usage(e.Usage)
+			if u := usage(e.Usage); u != nil {
+				// In _meta: the stable schema's answer has no usage yet.
+				resp.Meta = map[string]any{"usage": u}
+			}
 			return resp, err
 		case e.Kind == agent.KindApprovalRequested && e.Approval != nil:
 			f.ask(core, id, *e.Approval, pr.toolCall(e.Approval.ItemID), t)
