@@ -2,23 +2,12 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/base64"
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/claudecli"
 	"github.com/tetherhq/tether/internal/testing/fakehttp"
 )
-
-// onePixelPNG is a 1x1 PNG: a picture any model and CLI reads as one.
-func onePixelPNG(t *testing.T) []byte {
-	t.Helper()
-	data, err := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 // hasImage: the model was sent the image, byte for byte.
 func hasImage(images []fakehttp.Image, mediaType string, data []byte) bool {
@@ -46,7 +35,7 @@ func TestRealCLICanonicalClaudeImage(t *testing.T) {
 				t.Fatal("Claude Code takes images")
 			}
 			s := startWatched(t, d, agent.StartRequest{Workspace: dir})
-			png := onePixelPNG(t)
+			png := fakehttp.OnePixelPNG()
 			if err := s.session.Prompt(testCtx(t), agent.Prompt{Text: "SAY a pixel", Images: []agent.Image{{MediaType: "image/png", Data: png}}}); err != nil {
 				t.Fatal(err)
 			}

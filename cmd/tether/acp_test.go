@@ -11,6 +11,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/tetherhq/tether/internal/testing/acpclient"
+	"github.com/tetherhq/tether/internal/testing/fakehttp"
 )
 
 // acpEnv is the environment of a tether acp under test.
@@ -240,8 +241,8 @@ func testACPModes(ctx context.Context, t *testing.T, c *acpclient.Client, s acp.
 	}
 }
 
-// tinyPNG is a 1x1 PNG.
-const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+// tinyPNG is a 1x1 PNG, in base64.
+const tinyPNG = fakehttp.OnePixelPNGBase64
 
 // testACPMockImages prompts the mock with an image, which its reply
 // counts, and with images it cannot take, which are refused as invalid

@@ -2,7 +2,6 @@ package acp_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
@@ -11,16 +10,6 @@ import (
 	"github.com/tetherhq/tether/internal/testing/fakegemini"
 	"github.com/tetherhq/tether/internal/testing/fakehttp"
 )
-
-// onePixelPNG is a 1x1 PNG.
-func onePixelPNG(t *testing.T) []byte {
-	t.Helper()
-	data, err := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 // promptImage sends a prompt with one image through an agent that
 // declared promptCapabilities.image and checks the model was sent its
@@ -36,7 +25,7 @@ func promptImage(t *testing.T, d *acp.Driver, home string, images func() []fakeh
 		t.Fatalf("the agent's initialize declared no images: %+v", d.Capabilities())
 	}
 	ch := events(t, s)
-	png := onePixelPNG(t)
+	png := fakehttp.OnePixelPNG()
 	if err := s.Prompt(t.Context(), agent.Prompt{Text: "SAY a pixel", Images: []agent.Image{{MediaType: "image/png", Data: png}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,23 +2,13 @@ package codex_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"testing"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/testing/fakehttp"
 	"github.com/tetherhq/tether/internal/testing/fakeopenai"
 )
-
-// onePixelPNG is a 1x1 PNG.
-func onePixelPNG(t *testing.T) []byte {
-	t.Helper()
-	data, err := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 // A prompt's image reaches the model's request as an input image of the
 // same bytes; an image no model takes is refused before a turn starts.
@@ -32,7 +22,7 @@ func TestRealCLIPromptImage(t *testing.T) {
 	if err := s.Prompt(ctxFor(t), bad); !errors.Is(err, agent.ErrInvalidImage) {
 		t.Fatalf("an svg: %v", err)
 	}
-	png := onePixelPNG(t)
+	png := fakehttp.OnePixelPNG()
 	if err := s.Prompt(ctxFor(t), agent.Prompt{Text: "SAY a pixel", Images: []agent.Image{{MediaType: "image/png", Data: png}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,10 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/testing/fakehttp"
 )
 
-const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+const onePixelPNG = fakehttp.OnePixelPNGBase64
 
 func TestPromptOf(t *testing.T) {
 	text, image := acpsdk.TextBlock("look"), acpsdk.ImageBlock(onePixelPNG, "image/png")

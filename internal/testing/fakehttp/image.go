@@ -43,3 +43,16 @@ func AddImage(images []Image, img Image) []Image {
 	}
 	return append(images, img)
 }
+
+// OnePixelPNGBase64 is a 1x1 PNG in base64: a picture any model and CLI
+// reads as one, for tests that send an image.
+const OnePixelPNGBase64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+// OnePixelPNG is OnePixelPNGBase64's bytes.
+func OnePixelPNG() []byte {
+	data, err := base64.StdEncoding.DecodeString(OnePixelPNGBase64)
+	if err != nil {
+		panic("fakehttp: OnePixelPNGBase64 is not base64: " + err.Error()) // a constant: never
+	}
+	return data
+}
