@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,9 +166,10 @@ func dialRunner(t *testing.T, addr string) *websocket.Conn {
 func TestServeResumesAfterSIGKILL(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	cli := mockCLI(t, "slow", 20)
-	args := []string{"--cli", cli, "--data", data, "--log-commit-window", "500ms"}
+	// A port outside the ephemeral range, which the restarts listen on too.
+	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	args := []string{"--cli", cli, "--data", data, "--log-commit-window", "500ms", "--addr", addr}
 	p := startServe(t, cleanEnv(), args...)
-	args = append(args, "--addr", p.addr) // the restarts listen there too
 	ws := dialRunner(t, p.addr)
 	wsSend(t, ws, map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "crash",
 		"session_opts": map[string]any{"include_partial_messages": true}})
@@ -310,7 +312,8 @@ func TestServeSDKSurvivesSIGKILL(t *testing.T) {
 	// had now and then logged the whole turn by then (20 ms), and the
 	// resumed host rightly got its result.
 	cli := mockCLI(t, "text", 0, mockclaude.EnvN+"=100000")
-	p := startServe(t, cleanEnv(), "--cli", cli, "--data", data)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]) // the restart's too
+	p := startServe(t, cleanEnv(), "--cli", cli, "--data", data, "--addr", addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
 	defer cancel()
 	c, err := claude.Connect(ctx, claude.Options{Runner: &claude.RunnerOptions{

@@ -5,9 +5,11 @@ package natstest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -70,7 +72,13 @@ func Cluster(dir string, n int) (confs []string, clients []int, err error) {
 func URL(port int) string { return fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", User, Password, port) }
 
 // FreePorts reserves n loopback ports and frees them for a child to take.
+//
+// They are chosen below the kernel's ephemeral range, so that no socket
+// bound to port 0 and no outgoing connection — of this process or any
+// other, such as test packages running beside it — takes one while it is
+// free: a runner killed and started again must get its own ports back.
 func FreePorts(n int) ([]int, error) {
+	lo, hi := fixedPortRange()
 	var ports []int
 	var lns []net.Listener
 	defer func() {
@@ -78,13 +86,34 @@ func FreePorts(n int) ([]int, error) {
 			ln.Close()
 		}
 	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		port := 0
+		if hi > lo && tries < 1000*n {
+			port = lo + rand.IntN(hi-lo)
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
+			if port != 0 {
+				continue // taken: try another
+			}
 			return nil, err
 		}
 		lns = append(lns, ln)
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// fixedPortRange is the ports FreePorts picks from: from 10000 up to the
+// ephemeral range's start (an empty range when it starts lower).
+func fixedPortRange() (lo, hi int) {
+	lo, hi = 10000, 32768 // Linux's default ephemeral start
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				hi = v
+			}
+		}
+	}
+	return lo, hi
 }
