@@ -16,18 +16,19 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/client"
 	"github.com/tetherhq/tether/internal/testing/natstest"
 )
 
-// fleetLostWithin bounds how long a killed runner's sessions take to end:
-// it is lost after 3 s without a heartbeat, and when its NATS node held
-// the event stream's leader, the end is written once the others have
-// elected a new one (raft: 4–9 s). The issue asks for 10 s, which the
-// worst case exceeds by about a second (docs/fleet.md).
-const fleetLostWithin = 12 * time.Second
+// fleetLostWithin bounds how long a killed runner's sessions take to end,
+// as the issue asks: it is lost after 3 s without a heartbeat, and when
+// its NATS node led the event stream's group, the end is written as soon
+// as the others have elected a new leader (measured: 4 s, and 6.0–6.4 s
+// with the leader killed).
+const fleetLostWithin = 10 * time.Second
 
 // freePorts reserves n loopback ports and frees them for a child to take.
 func freePorts(t *testing.T, n int) []int {
@@ -442,6 +443,79 @@ func TestFleetRunnerKilledMidTurn(t *testing.T) {
 			if e.Kind == agent.KindTurnCompleted {
 				break
 			}
+		}
+	}
+}
+
+// The worst case of losing a runner: its NATS node leads the event
+// stream's group, so the session's end waits for the survivors to elect
+// another leader (raft: 4–9 s after the last word from the dead one). The
+// end follows the election closely, within the issue's 10 s.
+func TestFleetRunnerKilledWithStreamLeader(t *testing.T) {
+	fl := startSharedFleet(t, 3)
+	leader := eventStreamLeader(t, fl[0])
+	i := slices.IndexFunc(fl, func(r *fleetRunner) bool { return r.name == leader })
+	if i < 0 {
+		t.Fatalf("the event stream's leader %q is none of the runners", leader)
+	}
+	other := fl[(i+1)%len(fl)]
+	a := apiClient(other.serveProc)
+	waitRunners(t, a, "r0", "r1", "r2")
+	ctx := context.Background()
+	doomed, err := a.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "doomed", Runner: leader, Prompt: "SLOW"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watch(t, a, doomed.ID)
+	w.until("the slow command", func(e agent.Event) bool { return e.Kind == agent.KindItemStarted && e.Item.Type == agent.ItemCommand })
+	if now := eventStreamLeader(t, other); now != leader {
+		t.Skipf("the stream's leader moved from %s to %s meanwhile", leader, now)
+	}
+	if err := fl[i].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	end := w.until("session.ended", kind(agent.KindSessionEnded))
+	took := time.Since(killed)
+	t.Logf("the stream leader's runner killed: its session ended %v after the kill", took.Round(time.Millisecond))
+	if took > fleetLostWithin {
+		t.Errorf("the session ended %v after the kill, want within %v", took, fleetLostWithin)
+	}
+	if end.Session == nil || end.Session.Reason != agent.ReasonRunnerLost {
+		t.Fatalf("session.ended %+v, want reason %s", end.Session, agent.ReasonRunnerLost)
+	}
+	if err := seqsInOrder(w.seen); err != nil {
+		t.Fatalf("the lost session's events: %v: %s", err, kinds(w.seen))
+	}
+}
+
+// eventStreamLeader names the runner whose NATS node leads the fleet's
+// event stream, as r's node tells it.
+func eventStreamLeader(t *testing.T, r *fleetRunner) string {
+	t.Helper()
+	port := strings.TrimPrefix(strings.Fields(mustRead(t, r.args[1]))[3], "127.0.0.1:")
+	nc, err := nats.Connect("nats://" + natstest.User + ":" + natstest.Password + "@127.0.0.1:" + port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	for {
+		st, err := js.Stream(ctx, "TETHER_EVENTS")
+		if err == nil {
+			if info := st.CachedInfo(); info.Cluster != nil && info.Cluster.Leader != "" {
+				return info.Cluster.Leader
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no leader of the event stream within %v: %v", waitLimit, err)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

@@ -29,23 +29,55 @@ func (c *Core) cutOff() bool {
 }
 
 // watchLost ends, once for the fleet, the sessions of runners that
-// stopped heartbeating, until ctx ends.
+// stopped heartbeating, until ctx ends. An end that could not be written
+// is tried again soon rather than at the next heartbeat: it mostly waits
+// for the stream's group to elect a leader after the lost runner's node,
+// and the end should follow the election by milliseconds, not a second.
 func (c *Core) watchLost(ctx context.Context) {
-	t := time.NewTicker(c.f.cfg.Heartbeat)
+	t := time.NewTimer(c.f.cfg.Heartbeat)
 	defer t.Stop()
+	failing := map[string]time.Time{} // a session's end: when it first failed
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		next, still := c.f.cfg.Heartbeat, map[string]time.Time{}
 		for _, s := range c.orphans() {
-			if err := c.endLost(ctx, s); err != nil && ctx.Err() == nil {
-				c.f.log.Warn("fleet: could not end a lost runner's session; will retry", "session", s.ID, "runner", s.Runner, "err", err)
+			err := c.endLost(ctx, s)
+			if err == nil || ctx.Err() != nil {
+				continue
 			}
+			next = min(next, lostRetry)
+			since, ok := failing[s.ID]
+			if !ok {
+				since = time.Now()
+			} else if time.Since(since) > lostWarnAfter {
+				c.f.log.Warn("fleet: could not end a lost runner's session; will retry", "session", s.ID, "runner", s.Runner, "err", err)
+				since = time.Now()
+			}
+			still[s.ID] = since
 		}
+		failing = still
+		t.Reset(next)
 	}
 }
+
+// lostRetry is how soon a lost runner's session's end is tried again
+// after it could not be written.
+const lostRetry = 100 * time.Millisecond
+
+// lostAttempt bounds one attempt to write a lost session's end: reading
+// where the session stands from the stream's leader, and publishing.
+// While the group has no leader (the lost runner's node led it) neither
+// gets any answer, so a long wait would hold the end past the election;
+// an attempt that timed out but landed is found by the next one.
+const lostAttempt = 500 * time.Millisecond
+
+// lostWarnAfter is how long a lost session's end may fail, as it does
+// while its stream elects a leader, before each failure is logged.
+const lostWarnAfter = 10 * time.Second
 
 // orphans are the live sessions of runners that are lost, or gone from
 // the runner registry altogether.
@@ -89,7 +121,9 @@ func (c *Core) endLost(ctx context.Context, s sessionRev) error {
 	events = append(events, agent.Event{Kind: agent.KindSessionEnded, SessionID: s.ID, Time: now,
 		Session: &agent.SessionInfo{Agent: s.Agent, NativeID: s.NativeID, Reason: agent.ReasonRunnerLost},
 		Error:   &agent.Error{Code: agent.ReasonRunnerLost, Message: fmt.Sprintf("the session's runner %s stopped answering", s.Runner)}})
-	wrote, err := c.appendAsFleet(ctx, s, events)
+	actx, cancel := context.WithTimeout(ctx, lostAttempt)
+	wrote, err := c.appendAsFleet(actx, s, events)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -178,7 +212,7 @@ func (c *Core) publishAfter(ctx context.Context, session string, seq, streamSeq 
 		m := &nats.Msg{Subject: eventSubject(session), Data: data, Header: nats.Header{}}
 		m.Header.Set(seqHeader, strconv.FormatUint(seq, 10))
 		m.Header.Set(runnerHeader, c.f.cfg.Name)
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, ackTimeout)
 		ack, err := c.f.js.PublishMsg(pctx, m, jetstream.WithMsgID(session+":"+strconv.FormatUint(seq, 10)),
 			jetstream.WithExpectLastSequencePerSubject(streamSeq))
 		cancel()
