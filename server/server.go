@@ -221,7 +221,6 @@ func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr
 	// Every front end's turns get the same grace: they are the one core's.
 	p.sessions.Drain(grace)
 	p.stopExpiry()
-	p.v1.Close() // its grace timers: every session ends now anyway
 	stop, cancelStop := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancelStop()
 	// Sessions end before the server stops: their event streams (plain

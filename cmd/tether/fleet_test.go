@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -379,15 +381,7 @@ func TestFleetRunnerKilledMidTurn(t *testing.T) {
 	survived := make(chan error, 1)
 	go func() { survived <- driveThrough(ctx, a, survivor.ID) }()
 
-	end := wd.until("session.ended", kind(agent.KindSessionEnded))
-	took := time.Since(killed)
-	t.Logf("the killed runner's session ended %v after the kill", took.Round(time.Millisecond))
-	if took > fleetLostWithin {
-		t.Errorf("the killed runner's session ended %v after the kill, want within %v", took, fleetLostWithin)
-	}
-	if end.Session == nil || end.Session.Reason != agent.ReasonRunnerLost {
-		t.Fatalf("session.ended %+v, want reason %s", end.Session, agent.ReasonRunnerLost)
-	}
+	end := lostEnd(t, wd, killed)
 	resolved := wa.until("approval.resolved", kind(agent.KindApprovalResolved))
 	if resolved.Resolution.Cause != agent.CauseRunnerLost || resolved.Resolution.Decision != agent.Deny {
 		t.Fatalf("the lost session's approval was resolved %+v", resolved.Resolution)
@@ -474,19 +468,26 @@ func TestFleetRunnerKilledWithStreamLeader(t *testing.T) {
 	if err := fl[i].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
+	lostEnd(t, w, time.Now())
+	if err := seqsInOrder(w.seen); err != nil {
+		t.Fatalf("the lost session's events: %v: %s", err, kinds(w.seen))
+	}
+}
+
+// lostEnd waits for the session.ended of a session whose runner was
+// killed at killed: runner_lost, within fleetLostWithin.
+func lostEnd(t *testing.T, w *watcher, killed time.Time) agent.Event {
+	t.Helper()
 	end := w.until("session.ended", kind(agent.KindSessionEnded))
 	took := time.Since(killed)
-	t.Logf("the stream leader's runner killed: its session ended %v after the kill", took.Round(time.Millisecond))
+	t.Logf("the killed runner's session ended %v after the kill", took.Round(time.Millisecond))
 	if took > fleetLostWithin {
-		t.Errorf("the session ended %v after the kill, want within %v", took, fleetLostWithin)
+		t.Errorf("the killed runner's session ended %v after the kill, want within %v", took, fleetLostWithin)
 	}
 	if end.Session == nil || end.Session.Reason != agent.ReasonRunnerLost {
 		t.Fatalf("session.ended %+v, want reason %s", end.Session, agent.ReasonRunnerLost)
 	}
-	if err := seqsInOrder(w.seen); err != nil {
-		t.Fatalf("the lost session's events: %v: %s", err, kinds(w.seen))
-	}
+	return end
 }
 
 // eventStreamLeader names the runner whose NATS node leads the fleet's
@@ -567,6 +568,111 @@ func resumeOnSurvivor(t *testing.T, a, c *client.Client, id string, endSeq uint6
 	if err := seqsInOrder(append(before, after...)); err != nil || uint64(before[len(before)-1].Seq) != endSeq {
 		t.Fatalf("the whole log through another runner: %v: %s then %s", err, kinds(before), kinds(after))
 	}
+}
+
+// A protocol v1 host that comes back through another runner of the fleet
+// holds the same session: its input lines are given to the agent once,
+// whichever runner they come through, its ready says the last one given,
+// the session outlives the grace of the connection that went, and once
+// the host is gone from every runner the grace ends the session.
+func TestFleetProtocolV1ComesBackThroughAnotherRunner(t *testing.T) {
+	const grace = 2 * time.Second
+	fl := startFleetWith(t, 3, "--cli", mockCLI(t, "text", 0), "--grace", grace.String())
+	api := fl[0].api()
+	waitRunners(t, api, "r0", "r1", "r2")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
+	defer cancel()
+
+	ws := dialRunner(t, fl[0].addr)
+	wsSend(t, ws, map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "v1-fleet", "host_control": true})
+	ready := wsNext(t, ws)
+	id, _ := ready["session_id"].(string)
+	if ready["type"] != "ready" || id == "" {
+		t.Fatalf("init: %v", ready)
+	}
+	info, err := api.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back *fleetRunner // one that neither the session nor the first connection is on
+	for _, r := range fl[1:] {
+		if r.name != info.Runner {
+			back = r
+		}
+	}
+	userLine := func(text string) string {
+		b, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+		return string(b)
+	}
+	wsSend(t, ws, map[string]any{"type": "input", "n": 1, "line": userLine("one")})
+	last := v1UntilDone(t, ws)
+	ws.CloseNow()
+
+	ws = dialRunner(t, back.addr)
+	wsSend(t, ws, map[string]any{"type": "init", "protocol_version": 1, "resume": id, "last_seq": last, "host_control": true})
+	if again := wsNext(t, ws); again["type"] != "ready" || again["resumed"] != true || again["input_seq"] != float64(1) {
+		t.Fatalf("ready through %s, the session on %s: %v, want resumed with input_seq 1", back.name, info.Runner, again)
+	}
+	// The host had no word of line 1: it sends it again, then line 2.
+	wsSend(t, ws, map[string]any{"type": "input", "n": 1, "line": userLine("one")})
+	wsSend(t, ws, map[string]any{"type": "input", "n": 2, "line": userLine("two")})
+	v1UntilDone(t, ws)
+	// Past the grace of the connection that went, the session lives on.
+	time.Sleep(2 * grace)
+	wsSend(t, ws, map[string]any{"type": "input", "n": 3, "line": userLine("three")})
+	v1UntilDone(t, ws)
+	if got := turnsLogged(ctx, t, api, id); got != 3 {
+		t.Fatalf("%d turns logged for input lines 1, 1 again, 2 and 3; want 3", got)
+	}
+	ws.CloseNow()
+	for deadline := time.Now().Add(grace + waitLimit); ; time.Sleep(100 * time.Millisecond) {
+		if got, err := api.Get(ctx, id); err == nil && got.State == "ended" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the session with no host left, after its grace: %+v %v", got, err)
+		}
+	}
+}
+
+// v1UntilDone reads frames until a turn's done frame and returns the last
+// seq read.
+func v1UntilDone(t *testing.T, ws *websocket.Conn) uint64 {
+	t.Helper()
+	var last uint64
+	for {
+		f := wsNext(t, ws)
+		if f["type"] == "error" {
+			t.Fatalf("frame %v", f)
+		}
+		if seq := frameSeq(f); seq > 0 {
+			last = seq
+		}
+		if f["type"] == "done" {
+			return last
+		}
+	}
+}
+
+// turnsLogged counts the turns a session's log holds up to its last event.
+func turnsLogged(ctx context.Context, t *testing.T, c *client.Client, id string) int {
+	t.Helper()
+	info, err := c.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for e, err := range c.Events(ctx, id, 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == agent.KindTurnCompleted {
+			n++
+		}
+		if uint64(e.Seq) >= info.LastSeq {
+			break
+		}
+	}
+	return n
 }
 
 // Drain: no new session goes to a draining runner while its sessions go

@@ -207,3 +207,42 @@ func TestNoBatchesInSeedSessions(t *testing.T) {
 	}
 	checkFramesAgainstLog(t, tr, id, 0, got)
 }
+
+// A numbered input line reaches the agent once: a host that comes back
+// learns from its ready the last line given, and a line it sends again is
+// passed over.
+func TestNumberedInputGivenOnceAcrossReconnects(t *testing.T) {
+	tr := startRunnerWith(t, runnerOpts{scenario: "text", grace: time.Minute})
+	c := tr.dial()
+	c.send(map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "numbered", "host_control": true})
+	id := str(c.next(), "session_id")
+	line := func(text string) string {
+		b, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+		return string(b)
+	}
+	c.send(map[string]any{"type": "input", "line": line("one"), "n": 1})
+	c.send(map[string]any{"type": "input", "line": line("one"), "n": 1}) // a resend on the same connection
+	c.ws.CloseNow()
+	waitTurnLogged(t, tr, id)
+
+	c = tr.dial()
+	c.send(resumeInit("numbered", id, 0))
+	if r := c.next(); r["type"] != "ready" || r["input_seq"] != float64(1) {
+		t.Fatalf("ready after line 1: %v, want input_seq 1", r)
+	}
+	c.send(map[string]any{"type": "input", "line": line("one"), "n": 1})
+	c.send(map[string]any{"type": "input", "line": line("two"), "n": 2})
+	c.until("done")
+	c.ws.CloseNow()
+	waitTurnLogged(t, tr, id)
+	dones := 0
+	for _, e := range tr.logFrames(id, 0) {
+		var f map[string]any
+		if json.Unmarshal(e.Payload, &f) == nil && f["type"] == "done" {
+			dones++
+		}
+	}
+	if dones != 2 {
+		t.Fatalf("%d turns for lines 1, 1, 1 and 2; want 2", dones)
+	}
+}

@@ -36,6 +36,9 @@ type conn struct {
 	items [][]byte
 	// answers counts the goroutines answering control frames.
 	answers sync.WaitGroup
+	// query is the request id of the last query this connection sent
+	// (the read loop's own).
+	query string
 }
 
 func (c *conn) run(request context.Context) {
@@ -67,9 +70,6 @@ func (c *conn) run(request context.Context) {
 	}
 	opened.Store(true)
 	id := info.ID
-	if !resumed {
-		c.srv.fresh(id)
-	}
 	// A relay session's lines are embedded as they are, whoever reads
 	// them; batches are an extension of relay sessions, for hosts that
 	// speak it and ask.
@@ -78,11 +78,14 @@ func (c *conn) run(request context.Context) {
 	c.batchBytes = minBatchBytes
 	c.log = c.log.With("session", id)
 	c.logOpened(request, info, resumed)
-	detach := c.srv.attach(id)
-	defer detach()
-	h := c.srv.host(id)
+	if release, err := c.srv.Sessions.Hold(ctx, id, c.srv.gracePeriod()); err != nil {
+		// The session goes on; only its end after the host's is lost.
+		c.log.Warn("protocol v1: the session is not held for its host", "err", err)
+	} else {
+		defer release()
+	}
 	if resumed {
-		if err := c.sendReady(ctx, info, h); err != nil {
+		if err := c.sendReady(ctx, info); err != nil {
 			return
 		}
 	}
@@ -110,7 +113,7 @@ func (c *conn) run(request context.Context) {
 		}
 		written <- err
 	}()
-	readErr := c.readFrames(ctx, id, h)
+	readErr := c.readFrames(ctx, id)
 	var writeErr error
 	if errors.Is(readErr, errSessionOver) {
 		// The host said stop: let the last frames drain first.
@@ -248,8 +251,8 @@ func (c *conn) write(ctx context.Context, frame []byte) error {
 	return c.ws.Write(ctx, websocket.MessageText, frame)
 }
 
-func (c *conn) sendReady(ctx context.Context, info sessions.Info, h *hostState) error {
-	frame, _ := v1.Encode(v1.Ready{Seq: info.LastSeq, SessionID: info.ID, Resumed: true, InputSeq: h.inputSeq()})
+func (c *conn) sendReady(ctx context.Context, info sessions.Info) error {
+	frame, _ := v1.Encode(v1.Ready{Seq: info.LastSeq, SessionID: info.ID, Resumed: true, InputSeq: info.InputSeq})
 	return c.write(ctx, frame)
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // readFrames handles host frames until the connection or the session ends.
-func (c *conn) readFrames(ctx context.Context, id string, h *hostState) error {
+func (c *conn) readFrames(ctx context.Context, id string) error {
 	for {
 		frame, err := c.readFrame(ctx)
 		var fe *v1.FrameError
@@ -22,7 +22,7 @@ func (c *conn) readFrames(ctx context.Context, id string, h *hostState) error {
 		case err != nil:
 			return err
 		}
-		if err := c.handle(ctx, id, h, frame); err != nil {
+		if err := c.handle(ctx, id, frame); err != nil {
 			return err
 		}
 	}
@@ -31,7 +31,7 @@ func (c *conn) readFrames(ctx context.Context, id string, h *hostState) error {
 // handle applies one host frame to the session. A frame the session
 // refuses is answered on this connection alone, without a seq: it is no
 // event of the session's.
-func (c *conn) handle(ctx context.Context, id string, h *hostState, frame v1.Frame) error {
+func (c *conn) handle(ctx context.Context, id string, frame v1.Frame) error {
 	core := c.srv.Sessions
 	switch f := frame.(type) {
 	case v1.Query:
@@ -39,10 +39,14 @@ func (c *conn) handle(ctx context.Context, id string, h *hostState, frame v1.Fra
 		err := core.Prompt(ctx, id, agent.Prompt{Native: f.Prompt, RequestID: f.RequestID})
 		switch {
 		case err == nil:
-			h.setQuery(f.RequestID)
+			c.query = f.RequestID
 		case errors.Is(err, agent.ErrTurnInProgress):
+			running := "a query"
+			if c.query != "" {
+				running = fmt.Sprintf("query %q", c.query)
+			}
 			c.sendError(ctx, f.RequestID, v1.CodeTurnInProgress,
-				fmt.Sprintf("query %q is still running: send the next one after its done frame", h.lastQuery()))
+				running+" is still running: send the next one after its done frame")
 		default:
 			return c.failed(ctx, f.RequestID, err)
 		}
@@ -54,10 +58,8 @@ func (c *conn) handle(ctx context.Context, id string, h *hostState, frame v1.Fra
 			c.sendError(ctx, "", v1.CodeControlFailed, err.Error())
 		}
 	case v1.Input:
-		if !h.claimInput(f.N) {
-			return nil // a resend of a line already applied
-		}
-		if err := core.Input(ctx, id, []byte(f.Line)); err != nil {
+		// The core gives a numbered line to the agent once.
+		if err := core.Input(ctx, id, f.N, []byte(f.Line)); err != nil {
 			if errors.Is(err, sessions.ErrWorkspace) {
 				return c.failed(ctx, "", err)
 			}

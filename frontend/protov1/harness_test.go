@@ -91,7 +91,6 @@ func startRunnerWith(t testing.TB, o runnerOpts) *testRunner {
 	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		v1.Close()
 		if err := core.Close(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}

@@ -41,6 +41,8 @@ type Core struct {
 	subsMu sync.Mutex
 	subs   map[string]*nats.Subscription // each session's commands, into cmds
 	cmds   chan *nats.Msg
+
+	holds remoteHolds // other runners' holds on this one's sessions
 }
 
 var (
@@ -429,8 +431,8 @@ func (c *Core) Interrupt(ctx context.Context, id string) error {
 	return err
 }
 
-func (c *Core) Input(ctx context.Context, id string, line []byte) error {
-	_, err := c.route(ctx, id, func() error { return c.local.Input(ctx, id, line) }, request{Op: "input", Line: line})
+func (c *Core) Input(ctx context.Context, id string, n uint64, line []byte) error {
+	_, err := c.route(ctx, id, func() error { return c.local.Input(ctx, id, n, line) }, request{Op: "input", N: n, Line: line})
 	return err
 }
 

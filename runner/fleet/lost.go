@@ -43,6 +43,7 @@ func (c *Core) watchLost(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		c.releaseGone()
 		next, still := c.f.cfg.Heartbeat, map[string]time.Time{}
 		for _, s := range c.orphans() {
 			err := c.endLost(ctx, s)

@@ -41,6 +41,7 @@ type request struct {
 	Create     *createRequest    `json:"create,omitempty"`
 	Prompt     *agent.Prompt     `json:"prompt,omitempty"`
 	Line       []byte            `json:"line,omitempty"`
+	N          uint64            `json:"n,omitempty"` // the input line's number
 	Subtype    string            `json:"subtype,omitempty"`
 	Params     json.RawMessage   `json:"params,omitempty"`
 	Resolution *agent.Resolution `json:"resolution,omitempty"`
@@ -48,6 +49,11 @@ type request struct {
 	LastSeq    uint64            `json:"last_seq,omitempty"`
 	Relay      bool              `json:"relay,omitempty"`
 	Drain      bool              `json:"drain,omitempty"`
+	// Hold names a host's hold on the session, taken for it by runner
+	// From; Grace is how long the session outlives its last hold.
+	Hold  string        `json:"hold,omitempty"`
+	From  string        `json:"from,omitempty"`
+	Grace time.Duration `json:"grace,omitempty"`
 }
 
 // createRequest is sessions.CreateRequest on the wire.
@@ -392,7 +398,11 @@ func (c *Core) handle(ctx context.Context, req request) (r reply) {
 	case "close":
 		err = m.Close(ctx, req.Session)
 	case "input":
-		err = m.Input(ctx, req.Session, req.Line)
+		err = m.Input(ctx, req.Session, req.N, req.Line)
+	case "hold":
+		err = c.holdFor(ctx, req)
+	case "release":
+		c.releaseFor(req.Hold)
 	case "control":
 		r.Raw, err = m.Control(ctx, req.Session, req.Subtype, req.Params)
 	case "resolve":

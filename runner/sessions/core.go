@@ -29,6 +29,10 @@ type Core interface {
 	Close(ctx context.Context, id string) error
 	// ShuttingDown: no session or turn is taken any more.
 	ShuttingDown() bool
+	// Hold keeps a session alive for a host attached to it; once every
+	// hold is released the session is closed after grace, unless it is
+	// held again meanwhile (protocol v1's hosts).
+	Hold(ctx context.Context, id string, grace time.Duration) (release func(), err error)
 
 	Prompt(ctx context.Context, id string, p agent.Prompt) error
 	Steer(ctx context.Context, id string, p agent.Prompt) error
@@ -36,7 +40,10 @@ type Core interface {
 	Configure(ctx context.Context, id string, set agent.Settings) (Info, error)
 	Interrupt(ctx context.Context, id string) error
 	// Input and Control are a native client's: the agent's own protocol.
-	Input(ctx context.Context, id string, line []byte) error
+	// A line numbered n > 0 is given to the agent once, however often it
+	// is sent (a host resends what it had no word of); Info.InputSeq is
+	// the last one given.
+	Input(ctx context.Context, id string, n uint64, line []byte) error
 	Control(ctx context.Context, id, subtype string, params json.RawMessage) (json.RawMessage, error)
 
 	// Events yields a session's events after seq `after`, then live ones,

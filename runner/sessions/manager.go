@@ -117,6 +117,9 @@ type Info struct {
 	// to (Configure); empty is the agent's default.
 	Model string `json:"model,omitempty"`
 	Mode  string `json:"mode,omitempty"`
+	// InputSeq is the last numbered input line of a native client that
+	// the session's agent was given (see Core.Input).
+	InputSeq uint64 `json:"input_seq,omitempty"`
 }
 
 // CreateRequest starts a session.
@@ -593,10 +596,13 @@ func (m *Manager) native(ctx context.Context, id string) (*session, agent.Native
 // Input writes a line of the agent's own protocol from a native client
 // (as the agent's driver allows it). A user line that starts a turn is a
 // turn as a prompt is: a shutdown's grace waits for it.
-func (m *Manager) Input(ctx context.Context, id string, line []byte) error {
-	_, ns, err := m.native(ctx, id)
+func (m *Manager) Input(ctx context.Context, id string, n uint64, line []byte) error {
+	s, ns, err := m.native(ctx, id)
 	if err != nil {
 		return err
+	}
+	if !s.claimInput(n) {
+		return nil // a resend of a line already given
 	}
 	m.mu.Lock()
 	closing := m.closing
@@ -677,6 +683,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Unlock()
 	var errs []error
 	for _, s := range all {
+		s.stopGrace()
 		errs = append(errs, s.close(ctx))
 	}
 	done := make(chan struct{})

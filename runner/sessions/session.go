@@ -54,6 +54,11 @@ type session struct {
 	// logs, handed to the agent once it is logged (rules.go). The pump's
 	// own.
 	ruled []agent.Resolution
+
+	// holds keep the session alive for its attached hosts (hold.go);
+	// inputSeq is the last numbered input line its agent was given.
+	holds    holds
+	inputSeq uint64
 }
 
 func newSession(m *Manager, rec record, a agent.Session, ws *workspace.Workspace, prep *preparation) *session {
@@ -66,7 +71,9 @@ func newSession(m *Manager, rec record, a agent.Session, ws *workspace.Workspace
 func (s *session) snapshot() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rec.Info
+	info := s.rec.Info
+	info.InputSeq = s.inputSeq
+	return info
 }
 
 // pump logs every event of the agent, in order, before anyone can read

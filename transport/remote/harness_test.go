@@ -80,7 +80,6 @@ func startRunner(t *testing.T, o runnerOpts) *testRunner {
 	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		v1s.Close()
 		core.Sessions.Drain(ctx)
 		if err := core.Close(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)

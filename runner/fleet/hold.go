@@ -1,0 +1,113 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/tetherhq/tether/runner/sessions"
+)
+
+// remoteHolds are the holds other runners keep on this runner's sessions
+// for hosts attached through them (protocol v1's): each is the local
+// hold's release, with the runner it is for, so that the holds of a
+// runner that is lost are let go and their sessions' grace runs.
+type remoteHolds struct {
+	mu   sync.Mutex
+	byID map[string]remoteHold
+}
+
+type remoteHold struct {
+	runner  string
+	release func()
+}
+
+// releaseTimeout bounds telling a session's runner that a hold is let go.
+const releaseTimeout = 10 * time.Second
+
+// Hold keeps a session alive for a host attached through this runner,
+// wherever the session lives: its runner keeps the hold, and is told when
+// it is let go.
+func (c *Core) Hold(ctx context.Context, id string, grace time.Duration) (func(), error) {
+	if c.isLocal(id) {
+		return c.local.Hold(ctx, id, grace)
+	}
+	hold := nuid.Next()
+	if _, err := c.remote(ctx, id, request{Op: "hold", Hold: hold, From: c.f.cfg.Name, Grace: grace}); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
+			defer cancel()
+			if _, err := c.remote(ctx, id, request{Op: "release", Hold: hold}); err != nil && ctx.Err() == nil {
+				c.f.log.Warn("fleet: a session's runner not told that a host let it go", "session", id, "err", err)
+			}
+		})
+	}, nil
+}
+
+// holdFor takes a hold on a local session for a host on another runner.
+func (c *Core) holdFor(ctx context.Context, req request) error {
+	if req.Hold == "" || req.From == "" {
+		return fmt.Errorf("%w: a hold without its id or runner", sessions.ErrInvalidRequest)
+	}
+	release, err := c.local.Hold(ctx, req.Session, req.Grace)
+	if err != nil {
+		return err
+	}
+	c.holds.mu.Lock()
+	defer c.holds.mu.Unlock()
+	if c.holds.byID == nil {
+		c.holds.byID = map[string]remoteHold{}
+	}
+	c.holds.byID[req.Hold] = remoteHold{runner: req.From, release: release}
+	return nil
+}
+
+// releaseFor lets go of a hold another runner took.
+func (c *Core) releaseFor(hold string) {
+	c.holds.mu.Lock()
+	h, ok := c.holds.byID[hold]
+	delete(c.holds.byID, hold)
+	c.holds.mu.Unlock()
+	if ok {
+		h.release()
+	}
+}
+
+// releaseGone lets go of the holds of runners that are lost or have left:
+// their hosts' connections went with them. A runner cut off from the
+// fleet judges nobody (see cutOff).
+func (c *Core) releaseGone() {
+	c.reg.mu.RLock()
+	cut := c.cutOff()
+	c.reg.mu.RUnlock()
+	if cut {
+		return
+	}
+	c.holds.mu.Lock()
+	var gone []func()
+	for id, h := range c.holds.byID {
+		if c.runnerGone(h.runner) {
+			gone = append(gone, h.release)
+			delete(c.holds.byID, id)
+		}
+	}
+	c.holds.mu.Unlock()
+	for _, release := range gone {
+		release()
+	}
+}
+
+// runnerGone says whether a runner is lost, has left, or is unknown.
+func (c *Core) runnerGone(name string) bool {
+	c.reg.mu.RLock()
+	defer c.reg.mu.RUnlock()
+	r, ok := c.reg.runners[name]
+	return !ok || r.State == stateLeft || c.lost(r)
+}
