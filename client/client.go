@@ -75,7 +75,10 @@ type CreateRequest struct {
 	Mode   string `json:"mode,omitempty"`
 	Resume string `json:"resume,omitempty"`
 	Fork   bool   `json:"fork,omitempty"`
-	Prompt string `json:"prompt,omitempty"`
+	// Prompt, when set, starts the first turn; Images go with it, for an
+	// agent whose capabilities say images.
+	Prompt string        `json:"prompt,omitempty"`
+	Images []agent.Image `json:"images,omitempty"`
 	// Runner, in a fleet, names the runner to start the session on.
 	Runner string `json:"runner,omitempty"`
 	// MCPServers are MCP servers the agent connects to, of the

@@ -255,3 +255,30 @@ func TestClientPromptImages(t *testing.T) {
 		}
 	}
 }
+
+// A new session's first prompt takes images too.
+func TestClientCreateWithImages(t *testing.T) {
+	base := runnertest.SessionsAPI(t, map[string]agent.Driver{"mock": mock.New(mock.Config{})})
+	c := &client.Client{BaseURL: base}
+	ctx := ctxFor(t)
+	if _, err := c.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "bad", Prompt: "look",
+		Images: []agent.Image{{MediaType: "image/tiff", Data: []byte{1}}}}); !errors.Is(err, agent.ErrInvalidImage) {
+		t.Fatalf("a tiff: %v", err)
+	}
+	s, err := c.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "img", Prompt: "look",
+		Images: []agent.Image{{MediaType: "image/gif", Data: []byte("GIF89a")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range c.Events(ctx, s.ID, 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == agent.KindTurnCompleted {
+			if want := "You sent 1 image (image/gif 6 bytes)."; !strings.Contains(e.Turn.Text, want) {
+				t.Errorf("reply %q, want it to say %q", e.Turn.Text, want)
+			}
+			break
+		}
+	}
+}

@@ -25,7 +25,7 @@ type runFlags struct {
 	systemPrompt, appendSystemPrompt, cli string
 	approve, agent                        string
 	runner, runnerToken, workspace        string
-	allowedTools, disallowedTools         []string
+	allowedTools, disallowedTools, images []string
 	maxTurns                              int
 	continueLast, json, raw, mock         bool
 	verbose, askEveryTool                 bool
@@ -143,6 +143,7 @@ func (f *runFlags) define(cmd *cobra.Command) {
 	fl.StringVar(&f.permissionMode, "permission-mode", "", "`MODE`: default, acceptEdits, plan, bypassPermissions, dontAsk or auto")
 	fl.StringSliceVar(&f.allowedTools, "allowed-tools", nil, "comma-separated `TOOLS` allowed without asking")
 	fl.StringSliceVar(&f.disallowedTools, "disallowed-tools", nil, "comma-separated `TOOLS` the agent may not use")
+	fl.StringArrayVar(&f.images, "image", nil, "an image `FILE` (PNG, JPEG, GIF or WebP) that goes with the prompt; repeat it for more")
 	fl.StringVar(&f.systemPrompt, "system-prompt", "", "`TEXT` replacing Claude Code's system prompt")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "`TEXT` appended to the system prompt")
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after `N` agent turns (0: no limit)")
@@ -214,6 +215,9 @@ func (f *runFlags) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if cfg.Prompt, err = readPrompt(args); err != nil {
+		return err
+	}
+	if cfg.Images, err = runview.ReadImages(f.images); err != nil {
 		return err
 	}
 	cfg, closeTTY := runview.WithStdio(cfg)

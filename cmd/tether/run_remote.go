@@ -25,11 +25,15 @@ func (f *runFlags) runRemote(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	images, err := runview.ReadImages(f.images)
+	if err != nil {
+		return err
+	}
 	base := apiBase(f.runner)
 	token := runnerToken(f.runnerToken, base, os.Getenv, cmd.ErrOrStderr())
 	e := sessionscmd.Env{Client: &client.Client{BaseURL: base, Token: token},
 		Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), JSON: f.json}
-	o := sessionscmd.RunOptions{Prompt: prompt,
+	o := sessionscmd.RunOptions{Prompt: prompt, Images: images,
 		Create: client.CreateRequest{Agent: f.agent, WorkspaceID: f.workspace, Model: f.model, Resume: f.resume}}
 	switch {
 	case approve == runview.ApproveAllow:

@@ -223,7 +223,7 @@ func TestSessionsAPIBadInput(t *testing.T) {
 		{"POST", "/v1/sessions", `{"agent":"claude","workspace_id":"w","color":"red"}`, 400, "invalid_request", nil},
 		{"POST", "/v1/sessions", `not json`, 400, "invalid_request", nil},
 		{"POST", "/v1/sessions", `{"agent":"claude","workspace_id":"w","fork":true}`, 400, "invalid_request", nil},
-		{"POST", "/v1/sessions", `{"agent":"` + strings.Repeat("a", sessionsapi.MaxBody) + `"}`, 413, "body_too_large", nil},
+		{"POST", "/v1/sessions", `{"agent":"` + strings.Repeat("a", sessionsapi.MaxPromptBody) + `"}`, 413, "body_too_large", nil},
 		{"GET", "/v1/sessions/ses_nope", ``, 404, "session_not_found", nil},
 		{"POST", "/v1/sessions/ses_nope/prompt", `{"text":"hi"}`, 404, "session_not_found", nil},
 		{"POST", "/v1/sessions/ses_nope/prompt", `{}`, 400, "invalid_request", nil},

@@ -109,3 +109,42 @@ func TestSessionsAPIPromptImages(t *testing.T) {
 		t.Errorf("an agent without images: %d %+v", code, out.Error)
 	}
 }
+
+// A new session's first prompt carries images as any prompt does; one
+// the session could not take is refused before anything starts.
+func TestSessionsAPICreateWithImages(t *testing.T) {
+	base := runnertest.SessionsAPI(t, map[string]agent.Driver{"mock": mock.New(mock.Config{}), "text-only": textOnly{mock.New(mock.Config{})}})
+	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n not really a picture"))
+	images := `"images":[{"media_type":"image/png","data":"` + png + `"}]`
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		code, says string
+	}{
+		{"images without a prompt", `{"agent":"mock","workspace_id":"a",` + images + `}`, 400, "invalid_request", "prompt"},
+		{"a bad image", `{"agent":"mock","workspace_id":"b","prompt":"look","images":[{"media_type":"image/png","data":"not base64!"}]}`, 400, "invalid_image", "base64"},
+		{"an agent without images", `{"agent":"text-only","workspace_id":"c","prompt":"look",` + images + `}`, 501, "unsupported", "images"},
+	} {
+		var out struct {
+			Error struct{ Code, Message string }
+		}
+		if code := call(t, "POST", base+"/v1/sessions", tc.body, &out); code != tc.status ||
+			out.Error.Code != tc.code || !strings.Contains(out.Error.Message, tc.says) {
+			t.Errorf("%s: %d %+v, want %d %s saying %q", tc.name, code, out.Error, tc.status, tc.code, tc.says)
+		}
+	}
+	var list struct{ Sessions []sessions.Info }
+	if call(t, "GET", base+"/v1/sessions", "", &list); len(list.Sessions) != 0 {
+		t.Fatalf("refused creates started sessions: %+v", list.Sessions)
+	}
+
+	var info sessions.Info
+	if code := call(t, "POST", base+"/v1/sessions", `{"agent":"mock","workspace_id":"img","prompt":"look",`+images+`}`, &info); code != 201 {
+		t.Fatalf("create with an image: %d", code)
+	}
+	var seen []sseEvent
+	end := until(t, stream(t, base+"/v1/sessions/"+info.ID+"/events", ""), agent.KindTurnCompleted, &seen)
+	if want := "You sent 1 image (image/png 29 bytes)."; !strings.Contains(end.event.Turn.Text, want) {
+		t.Errorf("the first turn's reply %q, want it to say %q", end.event.Turn.Text, want)
+	}
+}

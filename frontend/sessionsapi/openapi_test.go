@@ -93,32 +93,46 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 }
 
 // A prompt's images are documented as the API reads them: the fields of
-// imageBody and the media types the agents take.
+// imageBody and the media types the agents take, one schema for a prompt's
+// and a new session's first prompt's.
 func TestOpenAPIPromptImages(t *testing.T) {
+	type imagesProperty struct {
+		Images struct {
+			Items struct {
+				Ref string `json:"$ref"`
+			} `json:"items"`
+		} `json:"images"`
+	}
 	var doc struct {
 		Components struct {
 			Schemas struct {
 				Prompt struct {
-					Properties struct {
-						Images struct {
-							Items struct {
-								Required   []string `json:"required"`
-								Properties struct {
-									MediaType struct {
-										Enum []string `json:"enum"`
-									} `json:"media_type"`
-								} `json:"properties"`
-							} `json:"items"`
-						} `json:"images"`
-					} `json:"properties"`
+					Properties imagesProperty `json:"properties"`
 				} `json:"Prompt"`
+				CreateSession struct {
+					Properties imagesProperty `json:"properties"`
+				} `json:"CreateSession"`
+				Image struct {
+					Required   []string `json:"required"`
+					Properties struct {
+						MediaType struct {
+							Enum []string `json:"enum"`
+						} `json:"media_type"`
+					} `json:"properties"`
+				} `json:"Image"`
 			} `json:"schemas"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal([]byte(openAPI), &doc); err != nil {
 		t.Fatal(err)
 	}
-	items := doc.Components.Schemas.Prompt.Properties.Images.Items
+	for what, ref := range map[string]string{"Prompt": doc.Components.Schemas.Prompt.Properties.Images.Items.Ref,
+		"CreateSession": doc.Components.Schemas.CreateSession.Properties.Images.Items.Ref} {
+		if ref != "#/components/schemas/Image" {
+			t.Errorf("%s's images are %q, want the Image schema", what, ref)
+		}
+	}
+	items := doc.Components.Schemas.Image
 	var fields []string
 	typ := reflect.TypeOf(imageBody{})
 	for i := range typ.NumField() {

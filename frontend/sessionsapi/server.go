@@ -29,8 +29,9 @@ var openAPI string
 // MaxBody is the largest request body accepted, but for a prompt's.
 const MaxBody = 1 << 20
 
-// MaxPromptBody is the largest prompt body accepted: room for a few
-// images of agent.MaxImageBytes each, in base64.
+// MaxPromptBody is the largest prompt body accepted, a new session's with
+// its first prompt included: room for a few images of agent.MaxImageBytes
+// each, in base64.
 const MaxPromptBody = 32 << 20
 
 // Config configures the API.
@@ -133,8 +134,9 @@ type createBody struct {
 	Resume string `json:"resume,omitempty"`
 	// Fork starts a new conversation from the one Resume names.
 	Fork bool `json:"fork,omitempty"`
-	// Prompt, when set, starts the first turn at once.
-	Prompt string `json:"prompt,omitempty"`
+	// Prompt, when set, starts the first turn at once; Images go with it.
+	Prompt string      `json:"prompt,omitempty"`
+	Images []imageBody `json:"images,omitempty"`
 	// Runner, in a fleet, names the runner to start the session on.
 	Runner string `json:"runner,omitempty"`
 	// MCPServers are MCP servers the agent connects to. Their env and
@@ -144,11 +146,27 @@ type createBody struct {
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	var body createBody
-	if !readJSON(w, r, &body) {
+	if !readJSONUpTo(w, r, &body, MaxPromptBody) {
 		return
 	}
-	if body.Agent == "" || body.WorkspaceID == "" {
+	switch {
+	case body.Agent == "" || body.WorkspaceID == "":
 		writeError(w, http.StatusBadRequest, "invalid_request", "agent and workspace_id are required")
+		return
+	case len(body.Images) > 0 && body.Prompt == "":
+		writeError(w, http.StatusBadRequest, "invalid_request", "images go with a prompt")
+		return
+	}
+	// The first prompt is checked before the session starts: one it
+	// cannot take starts nothing.
+	first, err := promptBody{Text: body.Prompt, Images: body.Images}.prompt()
+	if err == nil {
+		if caps, ok := a.m.Agents()[body.Agent]; ok {
+			err = agent.CheckImages(body.Agent, caps, first)
+		}
+	}
+	if err != nil {
+		a.fail(w, err)
 		return
 	}
 	info, err := a.m.Create(r.Context(), sessions.CreateRequest{Agent: body.Agent, WorkspaceID: body.WorkspaceID,
@@ -158,7 +176,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.Prompt != "" {
-		if err := a.m.Prompt(r.Context(), info.ID, agent.Prompt{Text: body.Prompt}); err != nil {
+		if err := a.m.Prompt(r.Context(), info.ID, first); err != nil {
 			a.fail(w, err)
 			return
 		}

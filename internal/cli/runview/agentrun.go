@@ -75,6 +75,9 @@ func (w screenWriter) Line(t string) { w.scr.line(t) }
 func (w screenWriter) Note(t string) { w.scr.note(t) }
 
 func (r *agentRun) session(ctx context.Context) int {
+	if err := agent.CheckImages(r.cfg.Driver.Name(), r.cfg.Driver.Capabilities(), agent.Prompt{Images: r.cfg.Images}); err != nil {
+		return r.failed(err) // before its agent starts
+	}
 	r.scr.wait("starting " + r.cfg.Driver.Name() + "…")
 	sess, err := r.cfg.Driver.Start(ctx, r.cfg.Start)
 	if err != nil {
@@ -122,7 +125,7 @@ func (r *agentRun) follow(ctx context.Context, sess agent.Session) turnOutcome {
 		r.appr.stop()
 	}()
 	var out turnOutcome
-	if err := sess.Prompt(ctx, agent.Prompt{Text: r.cfg.Prompt}); err != nil {
+	if err := sess.Prompt(ctx, agent.Prompt{Text: r.cfg.Prompt, Images: r.cfg.Images}); err != nil {
 		out.err = fmt.Errorf("prompt: %w", err)
 		return out
 	}

@@ -58,6 +58,8 @@ type Config struct {
 	// directory if empty), Resume, Model.
 	Start  agent.StartRequest
 	Prompt string
+	// Images go with the prompt (see ReadImages).
+	Images []agent.Image
 
 	// Out gets the conversation (or, with JSON or Raw, only those lines); Err
 	// gets the spinner, approval questions, notes and errors.

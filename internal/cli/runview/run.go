@@ -93,7 +93,7 @@ func (r *run) session(ctx context.Context) int {
 		r.appr.lines.close()
 	}()
 	r.intr.attach(client)
-	if err := client.Query(ctx, r.cfg.Prompt); err != nil {
+	if err := client.Send(ctx, r.userInput()); err != nil {
 		return r.failed(err)
 	}
 	r.scr.wait("thinking…")
@@ -167,4 +167,14 @@ func AskEveryTool(o claude.Options) claude.Options {
 	every := claude.HookMatcher{Hooks: []claude.HookFunc{claude.AskEveryTool}}
 	o.Hooks[cc.HookPreToolUse] = append([]claude.HookMatcher{every}, o.Hooks[cc.HookPreToolUse]...)
 	return o
+}
+
+// userInput is the prompt as Claude Code's user message: the images
+// first, then the text, the order Anthropic advises.
+func (r *run) userInput() claude.UserInput {
+	content := make(claude.Content, 0, len(r.cfg.Images)+1)
+	for _, img := range r.cfg.Images {
+		content = append(content, cc.Base64Image(img.MediaType, img.Data))
+	}
+	return claude.UserInput{Content: append(content, claude.TextBlock{Text: r.cfg.Prompt})}
 }

@@ -16,8 +16,9 @@ import (
 // AttachOptions say how to follow a session.
 type AttachOptions struct {
 	SessionID string
-	// Prompt, if set, starts a turn once attached.
+	// Prompt, if set, starts a turn once attached; Images go with it.
 	Prompt string
+	Images []agent.Image
 	// In answers the session's approvals (y to allow, anything else
 	// denies) when set: a terminal. Nil only watches; someone else
 	// answers.
@@ -36,7 +37,7 @@ type AttachOptions struct {
 // approvals, one line each, until it ends.
 func Attach(ctx context.Context, e Env, o AttachOptions) int {
 	if o.Prompt != "" {
-		if err := e.Client.Prompt(ctx, o.SessionID, o.Prompt); err != nil {
+		if err := e.Client.PromptImages(ctx, o.SessionID, o.Prompt, o.Images...); err != nil {
 			return e.fail(err)
 		}
 	}

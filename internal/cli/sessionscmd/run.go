@@ -16,6 +16,8 @@ import (
 type RunOptions struct {
 	Create client.CreateRequest
 	Prompt string
+	// Images go with the prompt.
+	Images []agent.Image
 	Attach AttachOptions
 	// Interrupts delivers Ctrl-C and SIGTERM: the first interrupts the
 	// turn (the run still prints it to its end), a second stops waiting.
@@ -25,6 +27,17 @@ type RunOptions struct {
 // Run starts a session on the runner, runs one turn in it as Attach
 // shows it, and closes the session; it says how to resume it.
 func Run(ctx context.Context, e Env, o RunOptions) int {
+	if len(o.Images) > 0 { // refused before a session starts
+		agents, err := e.Client.Agents(ctx)
+		if err != nil {
+			return e.fail(err)
+		}
+		if caps, ok := agents[o.Create.Agent]; ok {
+			if err := agent.CheckImages(o.Create.Agent, caps, agent.Prompt{Images: o.Images}); err != nil {
+				return e.fail(err)
+			}
+		}
+	}
 	s, err := e.Client.Create(ctx, o.Create)
 	if err != nil {
 		return e.fail(err)
@@ -36,7 +49,7 @@ func Run(ctx context.Context, e Env, o RunOptions) int {
 		defer close(stopped)
 		onInterrupts(ctx, e, s.ID, o.Interrupts, cancel)
 	}()
-	o.Attach.SessionID, o.Attach.Prompt, o.Attach.UntilTurnEnd = s.ID, o.Prompt, true
+	o.Attach.SessionID, o.Attach.Prompt, o.Attach.Images, o.Attach.UntilTurnEnd = s.ID, o.Prompt, o.Images, true
 	code := Attach(ctx, e, o.Attach)
 	cancel()
 	<-stopped
