@@ -225,8 +225,9 @@ func TestNumberedInputGivenOnceAcrossReconnects(t *testing.T) {
 	c.ws.CloseNow()
 	waitTurnLogged(t, tr, id)
 
+	logged := tr.logFrames(id, 0)
 	c = tr.dial()
-	c.send(resumeInit("numbered", id, 0))
+	c.send(resumeInit("numbered", id, logged[len(logged)-1].Seq)) // nothing to replay
 	if r := c.next(); r["type"] != "ready" || r["input_seq"] != float64(1) {
 		t.Fatalf("ready after line 1: %v, want input_seq 1", r)
 	}
