@@ -10,7 +10,11 @@
 // several percent of the relay's CPU. A floor of tens of MiB, small beside
 // the agents' own memory, cuts that to about one collection a second. An
 // idle runner allocates little, so the floor is off and costs no memory
-// per idle session; above the floor it has no effect either.
+// per idle session; above the floor it has no effect either. A raised floor
+// is checked every CheckEvery, not only at the next collection: held until
+// the heap reached it, a floor raised by a short burst (new sessions: a few
+// MiB in a few milliseconds) scattered the burst's long-lived objects over a
+// heap grown tenfold, which an idle runner then kept for minutes.
 //
 // Go has a ceiling (GOMEMLIMIT) but no floor, so the floor is kept by
 // setting the GC percent after every collection from what that collection
@@ -57,7 +61,12 @@ type Floor struct {
 	samples    []metrics.Sample
 	lastAllocs uint64    // allocs at the last adjustment
 	lastTime   time.Time // and its time
+	check      *time.Timer
 }
+
+// CheckEvery is how often a raised floor checks that the process still
+// allocates fast.
+const CheckEvery = 100 * time.Millisecond
 
 // Start keeps a heap floor of floor bytes until Stop, while the process
 // allocates at least floor bytes a second. With a zero floor, or GOGC set
@@ -104,6 +113,9 @@ func (f *Floor) Stop() {
 		return
 	}
 	f.stopped = true
+	if f.check != nil {
+		f.check.Stop()
+	}
 	if f.set != f.base {
 		debug.SetGCPercent(f.base)
 	}
@@ -156,11 +168,46 @@ func (f *Floor) adjust() bool {
 		scan := f.samples[sampleStacks].Value.Uint64() + f.samples[sampleGlobals].Value.Uint64()
 		p = PercentFor(f.samples[sampleLive].Value.Uint64(), scan, f.floor, f.base)
 	}
+	f.setLocked(p)
+	return true
+}
+
+// setLocked sets the GC percent, and while it is raised keeps a check on
+// the rate armed. Under mu.
+func (f *Floor) setLocked(p int) {
 	if p != f.set {
 		debug.SetGCPercent(p)
 		f.set = p
 	}
-	return true
+	if p != f.base && f.check == nil {
+		f.check = time.AfterFunc(CheckEvery, f.recheck)
+	}
+}
+
+// recheck lowers a raised floor when the process no longer allocates fast:
+// the collector then runs at once on what the heap holds, rather than
+// when the heap reaches the floor.
+func (f *Floor) recheck() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.check = nil
+	if f.stopped || f.set == f.base {
+		return
+	}
+	metrics.Read(f.samples)
+	now, allocs := f.now(), f.samples[sampleAllocs].Value.Uint64()
+	elapsed := now.Sub(f.lastTime)
+	if elapsed <= 0 {
+		f.check = time.AfterFunc(CheckEvery, f.recheck)
+		return
+	}
+	slow := float64(allocs-f.lastAllocs) < float64(f.floor)*elapsed.Seconds()
+	f.lastAllocs, f.lastTime = allocs, now
+	if slow {
+		f.setLocked(f.base)
+		return
+	}
+	f.check = time.AfterFunc(CheckEvery, f.recheck)
 }
 
 // PercentFor is the GC percent that puts the heap goal at floor or above,

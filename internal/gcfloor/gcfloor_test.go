@@ -100,6 +100,34 @@ func TestFloorFollowsAllocationRate(t *testing.T) {
 	}
 }
 
+// TestRaisedFloorLoweredWhenTheRateFalls: a floor raised by a burst is
+// lowered by the next check once the process allocates slowly, without
+// waiting for a collection (which a raised floor puts off until the heap
+// reaches it); a process still allocating fast keeps it.
+func TestRaisedFloorLoweredWhenTheRateFalls(t *testing.T) {
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
+	runtime.GC()
+	clk := &clock{t: time.Unix(1000, 0)}
+	f := start(512<<20, clk.now)
+	defer f.Stop()
+	garbage(64)
+	clk.add(time.Millisecond)
+	waitPercent(t, f, clk, 0, MaxPercent)
+
+	garbage(64) // 64 MiB in another millisecond: still fast
+	clk.add(time.Millisecond)
+	f.recheck()
+	if got := f.Percent(); got != MaxPercent {
+		t.Fatalf("GC percent after a fast check = %d, want %d", got, MaxPercent)
+	}
+	clk.add(CheckEvery) // nothing allocated since: slow
+	f.recheck()
+	if got := f.Percent(); got != 100 {
+		t.Fatalf("GC percent after a slow check = %d, want 100", got)
+	}
+}
+
 // TestStopRestoresRaisedPercent: Stop while the floor is raised.
 func TestStopRestoresRaisedPercent(t *testing.T) {
 	base := debug.SetGCPercent(100)
