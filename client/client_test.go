@@ -243,17 +243,7 @@ func TestClientPromptImages(t *testing.T) {
 	if err := c.PromptImages(ctx, s.ID, "look", agent.Image{MediaType: "image/gif", Data: []byte("GIF89a")}); err != nil {
 		t.Fatal(err)
 	}
-	for e, err := range c.Events(ctx, s.ID, 0, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Kind == agent.KindTurnCompleted {
-			if want := "You sent 1 image (image/gif 6 bytes)."; !strings.Contains(e.Turn.Text, want) {
-				t.Errorf("reply %q, want it to say %q", e.Turn.Text, want)
-			}
-			break
-		}
-	}
+	replySays(ctx, t, c, s.ID, "You sent 1 image (image/gif 6 bytes).")
 }
 
 // A new session's first prompt takes images too.
@@ -270,15 +260,22 @@ func TestClientCreateWithImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for e, err := range c.Events(ctx, s.ID, 0, 0) {
+	replySays(ctx, t, c, s.ID, "You sent 1 image (image/gif 6 bytes).")
+}
+
+// replySays checks that the session's first turn's reply says want.
+func replySays(ctx context.Context, t *testing.T, c *client.Client, id, want string) {
+	t.Helper()
+	for e, err := range c.Events(ctx, id, 0, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		if e.Kind == agent.KindTurnCompleted {
-			if want := "You sent 1 image (image/gif 6 bytes)."; !strings.Contains(e.Turn.Text, want) {
+			if !strings.Contains(e.Turn.Text, want) {
 				t.Errorf("reply %q, want it to say %q", e.Turn.Text, want)
 			}
-			break
+			return
 		}
 	}
+	t.Errorf("no turn.completed in the session's events")
 }
