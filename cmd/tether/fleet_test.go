@@ -625,11 +625,37 @@ func TestFleetProtocolV1ComesBackThroughAnotherRunner(t *testing.T) {
 		t.Fatalf("%d turns logged for input lines 1, 1 again, 2 and 3; want 3", got)
 	}
 	ws.CloseNow()
-	for deadline := time.Now().Add(grace + waitLimit); ; time.Sleep(100 * time.Millisecond) {
-		if got, err := api.Get(ctx, id); err == nil && got.State == "ended" {
-			break
+	awaitEnded(ctx, t, api, id, grace+waitLimit)
+
+	// A host attached through a runner that is then killed: its hold goes
+	// with that runner, and the session's grace runs.
+	ws = dialRunner(t, fl[0].addr)
+	wsSend(t, ws, map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "v1-fleet-2", "host_control": true})
+	second, _ := wsNext(t, ws)["session_id"].(string)
+	ws.CloseNow()
+	ws = dialRunner(t, back.addr)
+	wsSend(t, ws, map[string]any{"type": "init", "protocol_version": 1, "resume": second, "host_control": true})
+	if again := wsNext(t, ws); again["type"] != "ready" {
+		t.Fatalf("ready through %s: %v", back.name, again)
+	}
+	time.Sleep(2 * grace) // held through back: past the first connection's grace
+	if got, err := api.Get(ctx, second); err != nil || got.State == "ended" {
+		t.Fatalf("a session held through another runner: %+v %v", got, err)
+	}
+	if err := back.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	awaitEnded(ctx, t, api, second, fleetLostWithin+grace+waitLimit)
+}
+
+// awaitEnded waits until session id is ended, as c tells it.
+func awaitEnded(ctx context.Context, t *testing.T, c *client.Client, id string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
+		if got, err := c.Get(ctx, id); err == nil && got.State == "ended" {
+			return
 		} else if time.Now().After(deadline) {
-			t.Fatalf("the session with no host left, after its grace: %+v %v", got, err)
+			t.Fatalf("session %s not ended within %v: %+v %v", id, within, got, err)
 		}
 	}
 }

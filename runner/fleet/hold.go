@@ -23,6 +23,7 @@ type remoteHolds struct {
 type remoteHold struct {
 	runner  string
 	release func()
+	at      time.Time // when it was taken
 }
 
 // releaseTimeout bounds telling a session's runner that a hold is let go.
@@ -53,8 +54,8 @@ func (c *Core) Hold(ctx context.Context, id string, grace time.Duration) (func()
 
 // holdFor takes a hold on a local session for a host on another runner.
 func (c *Core) holdFor(ctx context.Context, req request) error {
-	if req.Hold == "" || req.From == "" {
-		return fmt.Errorf("%w: a hold without its id or runner", sessions.ErrInvalidRequest)
+	if req.Hold == "" || req.From == "" || req.Grace <= 0 {
+		return fmt.Errorf("%w: a hold without its id, runner or grace", sessions.ErrInvalidRequest)
 	}
 	release, err := c.local.Hold(ctx, req.Session, req.Grace)
 	if err != nil {
@@ -65,7 +66,7 @@ func (c *Core) holdFor(ctx context.Context, req request) error {
 	if c.holds.byID == nil {
 		c.holds.byID = map[string]remoteHold{}
 	}
-	c.holds.byID[req.Hold] = remoteHold{runner: req.From, release: release}
+	c.holds.byID[req.Hold] = remoteHold{runner: req.From, release: release, at: time.Now()}
 	return nil
 }
 
@@ -93,7 +94,7 @@ func (c *Core) releaseGone() {
 	c.holds.mu.Lock()
 	var gone []func()
 	for id, h := range c.holds.byID {
-		if c.runnerGone(h.runner) {
+		if c.runnerGone(h.runner, h.at) {
 			gone = append(gone, h.release)
 			delete(c.holds.byID, id)
 		}
@@ -104,10 +105,15 @@ func (c *Core) releaseGone() {
 	}
 }
 
-// runnerGone says whether a runner is lost, has left, or is unknown.
-func (c *Core) runnerGone(name string) bool {
+// runnerGone says whether a runner that took a hold at `at` is lost, has
+// left, or is still unknown LostAfter later (a runner that has just joined
+// may take a hold before its first heartbeat arrives).
+func (c *Core) runnerGone(name string, at time.Time) bool {
 	c.reg.mu.RLock()
 	defer c.reg.mu.RUnlock()
 	r, ok := c.reg.runners[name]
-	return !ok || r.State == stateLeft || c.lost(r)
+	if !ok {
+		return time.Since(at) > c.f.cfg.LostAfter
+	}
+	return r.State == stateLeft || c.lost(r)
 }
