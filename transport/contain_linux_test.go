@@ -76,15 +76,33 @@ setsid -f sh -c 'env -i /bin/sleep "$1" & wait' sh "$5" >/dev/null 2>&1
 
 func (e *escapees) all() []string { return append(append([]string{}, e.inGroup...), e.left...) }
 
+// waitRunning waits until sleep arg itself runs: not the setsid or sh
+// before it, whose command lines hold arg too. A group killed while the
+// setsid that leaves it has not yet left would take it along.
 func waitRunning(t *testing.T, arg string) {
 	t.Helper()
 	deadline := time.Now().Add(hangGuard)
-	for len(testenv.PIDsWithArg(arg)) == 0 {
+	for !sleeping(arg) {
 		if time.Now().After(deadline) {
 			t.Fatalf("sleep %s never started", arg)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// sleeping says whether a process runs sleep with arg.
+func sleeping(arg string) bool {
+	for _, pid := range testenv.PIDsWithArg(arg) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(string(b), "\x00")
+		if filepath.Base(argv[0]) == "sleep" {
+			return true
+		}
+	}
+	return false
 }
 
 // waitNone waits for every process with one of args to be gone.
