@@ -401,15 +401,7 @@ func TestFleetRunnerKilledMidTurn(t *testing.T) {
 		t.Fatalf("runners after the kill: %+v, want r1 lost", list)
 	}
 	// The registry marks it ended once its end is in the stream.
-	for deadline := time.Now().Add(waitLimit); ; time.Sleep(20 * time.Millisecond) {
-		got, err := a.Get(ctx, doomed.ID)
-		if err == nil && got.State == "ended" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lost session as the registry has it: %+v %v", got, err)
-		}
-	}
+	awaitEnded(ctx, t, a, doomed.ID, waitLimit)
 	resumeOnSurvivor(t, a, c, doomed.ID, uint64(end.Seq))
 
 	// The killed runner comes back with the session ended in its own log:
