@@ -282,20 +282,18 @@ func mustJSON(t *testing.T, v any) string {
 	return string(data)
 }
 
+// waitPending waits until the session's approval.requested is logged:
+// the approvals store learns of it before the log does, so a pending
+// record alone does not say the log holds the turn so far.
 func waitPending(t *testing.T, c *core, id string) {
 	t.Helper()
-	ctx := ctxFor(t)
-	for ctx.Err() == nil {
-		recs, err := c.m.Approvals()
+	for e, err := range c.m.Events(ctxFor(t), id, 0) {
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("no permission came: %v", err)
 		}
-		for _, r := range recs {
-			if r.Approval.SessionID == id && r.Resolution == nil {
-				return
-			}
+		if e.Kind == agent.KindApprovalRequested {
+			return
 		}
-		<-timeAfter(1)
 	}
 	t.Fatal("no permission came")
 }
