@@ -295,7 +295,7 @@ func servesRecovered(t *testing.T, data, report string, last map[string]uint64) 
 	whole := wholeSession.FindAllStringSubmatch(report, -1)
 	if strings.Contains(report, "events.db is damaged") {
 		for id := range last { // each session is named (saved whole, or what could not be read), or the report says what was lost
-			if !strings.Contains(report, "\n  lost: ") && !regexp.MustCompile(`session ` + id + `: (all \d+ events saved|.*\n    could not read )`).MatchString(report) {
+			if !strings.Contains(report, "\n  lost: ") && !regexp.MustCompile(`session `+id+`: (all \d+ events saved|.*\n    could not read )`).MatchString(report) {
 				t.Fatalf("the report does not say what became of session %s:\n%s", id, report)
 			}
 		}
