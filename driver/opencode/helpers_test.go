@@ -35,7 +35,9 @@ func newRealEnv(t *testing.T, tune func(*driver.Config)) *realEnv {
 	if err != nil {
 		t.Fatalf("OpenCodeEnv: %v", err)
 	}
-	cfg := driver.Config{CLIPath: cli, Env: env}
+	// A loaded machine (the suite runs packages side by side) has taken
+	// more than the default 30 s for the server to say where it listens.
+	cfg := driver.Config{CLIPath: cli, Env: env, StartTimeout: 90 * time.Second}
 	if tune != nil {
 		tune(&cfg)
 	}

@@ -208,10 +208,15 @@ func (r *run) handle(ctx context.Context, e agent.Event) bool {
 			maps.Copy(rec.URIs, uris)
 		}
 	}
-	r.decide(seq, len(m.events), change)
-	r.after(e)
 	if e.Kind == agent.KindTurnCompleted {
+		// Idle before the completion is out: a client that reads it and
+		// sends an update at once gets a turn, not a queue.
+		r.after(e)
+		r.decide(seq, len(m.events), change)
 		r.s.flushAfterTurn(ctx, r)
+	} else {
+		r.decide(seq, len(m.events), change)
+		r.after(e)
 	}
 	if r.folded++; r.folded == checkpointEvery {
 		r.folded = 0

@@ -46,21 +46,43 @@ func mockMain() int {
 	return mockclaude.Run(context.Background(), os.Stdin, io.MultiWriter(os.Stdout, f), os.Stderr, cfg)
 }
 
-// output is a goroutine-safe buffer that signals its first write.
+// output is a goroutine-safe buffer that signals its first write, and
+// the first write after which it holds a text a test waits for.
 type output struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	first chan struct{}
 	once  sync.Once
+	waits map[string]chan struct{}
 }
 
-func newOutput() *output { return &output{first: make(chan struct{})} }
+func newOutput() *output { return &output{first: make(chan struct{}), waits: map[string]chan struct{}{}} }
 
 func (o *output) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.once.Do(func() { close(o.first) })
-	return o.buf.Write(p)
+	n, err := o.buf.Write(p)
+	for text, ch := range o.waits {
+		if bytes.Contains(o.buf.Bytes(), []byte(text)) {
+			close(ch)
+			delete(o.waits, text)
+		}
+	}
+	return n, err
+}
+
+// holds is closed once the output holds text.
+func (o *output) holds(text string) <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ch := make(chan struct{})
+	if bytes.Contains(o.buf.Bytes(), []byte(text)) {
+		close(ch)
+	} else {
+		o.waits[text] = ch
+	}
+	return ch
 }
 
 func (o *output) String() string {
