@@ -56,7 +56,9 @@ type output struct {
 	waits map[string]chan struct{}
 }
 
-func newOutput() *output { return &output{first: make(chan struct{}), waits: map[string]chan struct{}{}} }
+func newOutput() *output {
+	return &output{first: make(chan struct{}), waits: map[string]chan struct{}{}}
+}
 
 func (o *output) Write(p []byte) (int, error) {
 	o.mu.Lock()
