@@ -235,7 +235,7 @@ func TestSetMetaAsync(t *testing.T) {
 // SetMetaAsync and its events go to disk together or not at all. (The
 // child exits before its next group commit is due, but a commit already
 // under way for the synced session may take the new one along.)
-func TestCrashBeforeCommitLosesAsyncMetaWithEvents(t *testing.T) {
+func TestCrashKeepsAsyncMetaWithItsEvents(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childModeEnv+"=async-meta", childPathEnv+"="+path)
