@@ -44,8 +44,8 @@ const token = "fleetbench-token-0123456789abcdef"
 
 type config struct {
 	turns, sessions, warmup, creates, floodSessions int
-	flood, settle                           time.Duration
-	only                                    string
+	flood, settle                                   time.Duration
+	only                                            string
 }
 
 func main() {
