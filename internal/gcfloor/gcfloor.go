@@ -155,14 +155,10 @@ func (f *Floor) adjust() bool {
 	if f.stopped {
 		return false
 	}
-	metrics.Read(f.samples)
-	now, allocs := f.now(), f.samples[sampleAllocs].Value.Uint64()
-	elapsed := now.Sub(f.lastTime)
-	if elapsed <= 0 {
-		return true // no time to tell a rate by
+	fast, ok := f.sampleLocked()
+	if !ok {
+		return true
 	}
-	fast := float64(allocs-f.lastAllocs) >= float64(f.floor)*elapsed.Seconds()
-	f.lastAllocs, f.lastTime = allocs, now
 	p := f.base
 	if fast {
 		scan := f.samples[sampleStacks].Value.Uint64() + f.samples[sampleGlobals].Value.Uint64()
@@ -194,20 +190,26 @@ func (f *Floor) recheck() {
 	if f.stopped || f.set == f.base {
 		return
 	}
+	if fast, ok := f.sampleLocked(); ok && !fast {
+		f.setLocked(f.base)
+		return
+	}
+	f.setLocked(f.set) // still raised: the check stays armed
+}
+
+// sampleLocked reads the runtime's metrics and says whether the process
+// allocated at least floor bytes a second since the last sample; ok is
+// false when no time has passed to tell a rate by. Under mu.
+func (f *Floor) sampleLocked() (fast, ok bool) {
 	metrics.Read(f.samples)
 	now, allocs := f.now(), f.samples[sampleAllocs].Value.Uint64()
 	elapsed := now.Sub(f.lastTime)
 	if elapsed <= 0 {
-		f.check = time.AfterFunc(CheckEvery, f.recheck)
-		return
+		return false, false
 	}
-	slow := float64(allocs-f.lastAllocs) < float64(f.floor)*elapsed.Seconds()
+	fast = float64(allocs-f.lastAllocs) >= float64(f.floor)*elapsed.Seconds()
 	f.lastAllocs, f.lastTime = allocs, now
-	if slow {
-		f.setLocked(f.base)
-		return
-	}
-	f.check = time.AfterFunc(CheckEvery, f.recheck)
+	return fast, true
 }
 
 // PercentFor is the GC percent that puts the heap goal at floor or above,
