@@ -155,7 +155,7 @@ func (c *Core) claim(ctx context.Context, s sessionRev) (uint64, error) {
 	claim := s.sessionEntry
 	claim.Runner, claim.State, claim.Cause, claim.TurnID = c.f.cfg.Name, sessions.StateIdle, "", ""
 	rev, err := c.putEntry(ctx, claim, s.rev)
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	if revisionConflict(err) {
 		return 0, fmt.Errorf("%w: %s: another runner is taking it over", sessions.ErrLive, s.ID)
 	}
 	if err != nil {

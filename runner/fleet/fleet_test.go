@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/internal/testing/natstest"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/workspace"
 )
@@ -351,3 +353,78 @@ func TestNodeConfigRefused(t *testing.T) {
 }
 
 func containsText(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// openCluster joins n runners to one fleet whose n nodes run in the
+// test's process, its stream and buckets replicated on all of them.
+func openCluster(t *testing.T, n int) []*Fleet {
+	t.Helper()
+	confs, _, err := natstest.Cluster(t.TempDir(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleets, errs := make([]*Fleet, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fleets[i], errs[i] = Open(context.Background(), Config{Name: fmt.Sprintf("r%d", i), NodeConfig: confs[i]})
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if fleets[i] != nil {
+			t.Cleanup(fleets[i].Close)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return fleets
+}
+
+// Of two runners that write a session's registry entry over the same
+// revision at once, one wins and the other meets a conflict, whether the
+// bucket is a lone server's or replicated: a replicated bucket reports
+// writes in flight together with another code than one behind the other,
+// and a take-over that meets the lost runner's end being marked must see
+// a conflict in either, not fail.
+func TestRegistryConflictOnEveryBucket(t *testing.T) {
+	lone := openLone(t, "lone")
+	cluster := openCluster(t, 3)
+	for name, f := range map[string]*Fleet{"lone": lone, "replicated": cluster[1]} {
+		codes := map[jetstream.ErrorCode]int{}
+		for round := range 50 {
+			key := fmt.Sprintf("ses_%d", round)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			rev, err := f.sessions.Create(ctx, key, []byte(`{}`))
+			if err != nil {
+				cancel()
+				t.Fatalf("%s: %v", name, err)
+			}
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = f.sessions.Update(ctx, key, []byte(fmt.Sprintf(`{"runner":"r%d"}`, i)), rev)
+				}()
+			}
+			wg.Wait()
+			cancel()
+			if (errs[0] == nil) == (errs[1] == nil) {
+				t.Fatalf("%s: two writes over revision %d: %v, %v; want one to win", name, rev, errs[0], errs[1])
+			}
+			lost := errors.Join(errs...)
+			if !revisionConflict(lost) {
+				t.Fatalf("%s: the write that lost: %v, want a conflict", name, lost)
+			}
+			var apiErr *jetstream.APIError
+			if errors.As(lost, &apiErr) {
+				codes[apiErr.ErrorCode]++
+			}
+		}
+		t.Logf("%s: conflicts by code: %v", name, codes)
+	}
+}

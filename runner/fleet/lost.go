@@ -142,10 +142,17 @@ func (c *Core) endLost(ctx context.Context, s sessionRev) error {
 	}
 	entry := s.sessionEntry
 	entry.State, entry.Cause, entry.TurnID = sessions.StateEnded, agent.ReasonRunnerLost, ""
-	if _, err := c.putEntry(uctx, entry, s.rev); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if _, err := c.putEntry(uctx, entry, s.rev); err != nil && !revisionConflict(err) {
 		return err
 	}
 	return nil
+}
+
+// revisionConflict says whether a registry write lost to another: the
+// entry was no longer at the revision it was written over. A lone server
+// and a replicated bucket report it with different codes.
+func revisionConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // putEntry writes a session's registry entry over revision rev.
