@@ -75,7 +75,7 @@ func TestRealCLIFleetTakesOverCodex(t *testing.T) {
 	last := after[len(after)-1]
 	if after[0].Seq != end.Seq+1 || after[0].Kind != agent.KindSessionStarted || last.Turn == nil ||
 		last.Turn.Status != agent.TurnCompleted || !strings.Contains(last.Turn.Text, "second of two") {
-		t.Fatalf("after the take-over: %s (turn %+v)", kinds(after), last.Turn)
+		t.Fatalf("after the take-over: %s (turn %+v, session %+v, error %+v)", kinds(after), last.Turn, last.Session, last.Error)
 	}
 	if err := seqsInOrder(append(w.seen, after...)); err != nil {
 		t.Fatalf("the session's seq across the take-over: %v", err)

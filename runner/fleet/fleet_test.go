@@ -18,8 +18,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/agent"
+	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/internal/testing/natstest"
+	"github.com/tetherhq/tether/runner/approvals"
 	"github.com/tetherhq/tether/runner/eventlog"
+	"github.com/tetherhq/tether/runner/sessions"
 	"github.com/tetherhq/tether/runner/workspace"
 )
 
@@ -426,5 +429,76 @@ func TestRegistryConflictOnEveryBucket(t *testing.T) {
 			}
 		}
 		t.Logf("%s: conflicts by code: %v", name, codes)
+	}
+}
+
+// serveLone is a lone fleet's runner with its session core, on the mock.
+func serveLone(t *testing.T, name string) (*Fleet, *Core) {
+	t.Helper()
+	f := openLone(t, name)
+	dir := t.TempDir()
+	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"mock": mock.New(mock.Config{})},
+		Workspaces: ws, Log: f.Log(openLog(t)), Approvals: store, Observer: f.Observer(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Serve(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+		_ = c.Leave(ctx)
+	})
+	return f, c
+}
+
+// A runner that took a session over may hear of its own claim after the
+// lost runner's entry: it must not take the session it now runs for one
+// of the lost runner's and end it.
+func TestOwnTakeOverIsNoOrphan(t *testing.T) {
+	f, c := serveLone(t, "r2")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The view as it was before the take-over: the session live on r1,
+	// a runner that stopped heartbeating long ago.
+	c.reg.mu.Lock()
+	lagging := c.reg.sessions[info.ID]
+	lagging.Runner, lagging.State, lagging.at = "r1", sessions.StateRunning, time.Now().Add(-time.Hour)
+	c.reg.sessions[info.ID] = lagging
+	c.reg.mu.Unlock()
+	if orphans := c.orphans(); len(orphans) != 1 {
+		t.Fatalf("orphans: %d, want the lagging entry", len(orphans))
+	}
+	if failing := c.endOrphans(ctx, nil); len(failing) != 0 {
+		t.Fatalf("ending orphans failed: %v", failing)
+	}
+	seq, _, writer, err := f.lastEvent(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.endedBy(ctx, info.ID, seq) {
+		t.Fatalf("the session this runner runs was ended as a lost runner's (its last event by %s)", writer)
+	}
+	if got, err := c.local.Get(info.ID); err != nil || got.State == sessions.StateEnded {
+		t.Fatalf("the session here: %+v, %v", got, err)
 	}
 }

@@ -44,25 +44,46 @@ func (c *Core) watchLost(ctx context.Context) {
 		case <-t.C:
 		}
 		c.releaseGone()
-		next, still := c.f.cfg.Heartbeat, map[string]time.Time{}
-		for _, s := range c.orphans() {
-			err := c.endLost(ctx, s)
-			if err == nil || ctx.Err() != nil {
-				continue
-			}
-			next = min(next, lostRetry)
-			since, ok := failing[s.ID]
-			if !ok {
-				since = time.Now()
-			} else if time.Since(since) > lostWarnAfter {
-				c.f.log.Warn("fleet: could not end a lost runner's session; will retry", "session", s.ID, "runner", s.Runner, "err", err)
-				since = time.Now()
-			}
-			still[s.ID] = since
+		failing = c.endOrphans(ctx, failing)
+		next := c.f.cfg.Heartbeat
+		if len(failing) > 0 {
+			next = lostRetry
 		}
-		failing = still
 		t.Reset(next)
 	}
+}
+
+// endOrphans ends the sessions of lost runners, and returns those whose
+// end could not be written, with when it first failed (failing is the
+// last call's).
+func (c *Core) endOrphans(ctx context.Context, failing map[string]time.Time) map[string]time.Time {
+	still := map[string]time.Time{}
+	for _, s := range c.orphans() {
+		if c.servesLive(s.ID) {
+			// This runner took it over, and its view of the registry has
+			// yet to hear of its own claim.
+			continue
+		}
+		err := c.endLost(ctx, s)
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		since, ok := failing[s.ID]
+		if !ok {
+			since = time.Now()
+		} else if time.Since(since) > lostWarnAfter {
+			c.f.log.Warn("fleet: could not end a lost runner's session; will retry", "session", s.ID, "runner", s.Runner, "err", err)
+			since = time.Now()
+		}
+		still[s.ID] = since
+	}
+	return still
+}
+
+// servesLive says whether session id runs on this runner.
+func (c *Core) servesLive(id string) bool {
+	info, err := c.local.Get(id)
+	return err == nil && info.State != sessions.StateEnded
 }
 
 // lostRetry is how soon a lost runner's session's end is tried again
