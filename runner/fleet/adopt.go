@@ -150,19 +150,38 @@ func (c *Core) entryOf(ctx context.Context, id string) (sessionRev, error) {
 
 // claim writes this runner into session s's registry entry, over the
 // revision the lost runner's end left: of runners that try at once, one
-// succeeds.
+// succeeds. A replicated bucket also refuses a write while another to the
+// same entry is in flight, one that may fail too: a claim refused while
+// the entry is still at its revision is tried again.
 func (c *Core) claim(ctx context.Context, s sessionRev) (uint64, error) {
 	claim := s.sessionEntry
 	claim.Runner, claim.State, claim.Cause, claim.TurnID = c.f.cfg.Name, sessions.StateIdle, "", ""
-	rev, err := c.putEntry(ctx, claim, s.rev)
-	if revisionConflict(err) {
-		return 0, fmt.Errorf("%w: %s: another runner is taking it over", sessions.ErrLive, s.ID)
+	for attempt := 1; ; attempt++ {
+		rev, err := c.putEntry(ctx, claim, s.rev)
+		if err == nil {
+			return rev, nil
+		}
+		if !revisionConflict(err) {
+			return 0, fmt.Errorf("fleet: claiming session %s: %w", s.ID, err)
+		}
+		now, rerr := c.entryOf(ctx, s.ID)
+		if rerr != nil || now.rev != s.rev || attempt == claimAttempts {
+			return 0, fmt.Errorf("%w: %s: another runner is taking it over", sessions.ErrLive, s.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(claimRetry):
+		}
 	}
-	if err != nil {
-		return 0, fmt.Errorf("fleet: claiming session %s: %w", s.ID, err)
-	}
-	return rev, nil
 }
+
+// claimAttempts and claimRetry: how often, and how soon, a claim that met
+// only another write in flight is tried again.
+const (
+	claimAttempts = 5
+	claimRetry    = 20 * time.Millisecond
+)
 
 // storedEvent is an event of the stream with its position there.
 type storedEvent struct {

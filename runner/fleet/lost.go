@@ -44,7 +44,7 @@ func (c *Core) watchLost(ctx context.Context) {
 		case <-t.C:
 		}
 		c.releaseGone()
-		failing = c.endOrphans(ctx, failing)
+		failing = c.endOrphans(ctx, c.orphans(), failing)
 		next := c.f.cfg.Heartbeat
 		if len(failing) > 0 {
 			next = lostRetry
@@ -56,9 +56,9 @@ func (c *Core) watchLost(ctx context.Context) {
 // endOrphans ends the sessions of lost runners, and returns those whose
 // end could not be written, with when it first failed (failing is the
 // last call's).
-func (c *Core) endOrphans(ctx context.Context, failing map[string]time.Time) map[string]time.Time {
+func (c *Core) endOrphans(ctx context.Context, orphans []sessionRev, failing map[string]time.Time) map[string]time.Time {
 	still := map[string]time.Time{}
-	for _, s := range c.orphans() {
+	for _, s := range orphans {
 		if c.servesLive(s.ID) {
 			// This runner took it over, and its view of the registry has
 			// yet to hear of its own claim.
