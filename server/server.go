@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,9 +228,14 @@ func shutdown(srv *http.Server, p *parts, cfg Config, log *slog.Logger, serveErr
 	// HTTP requests, and the hijacked WebSockets of protocol v1) finish
 	// with them.
 	err := p.sessions.Shutdown(stop)
-	// Every session is over; what is still open (connections before
-	// init, the runner-wide feed) ends now, and Run returns only once no
-	// handler runs.
+	// Every session is over. A session's event stream ends on its own once
+	// it has written the session's end, which it may not have yet: it gets
+	// a moment for that. What is still open then (connections before init,
+	// the runner-wide feed, a client that does not read) ends now, and Run
+	// returns only once no handler runs.
+	drain, cancelDrain := context.WithTimeout(stop, streamsDrain)
+	p.handlers.waitStreams(drain)
+	cancelDrain()
 	p.cancelRequests()
 	_ = srv.Shutdown(stop)
 	p.handlers.wait()
@@ -260,11 +266,26 @@ func expireApprovals(m *sessions.Manager, log *slog.Logger) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// handlers tracks the HTTP handlers still running, hijacked ones included.
+// streamsDrain bounds the wait, once every session has ended, for their
+// event streams to write the sessions' ends.
+const streamsDrain = 2 * time.Second
+
+// handlers tracks the HTTP handlers still running, hijacked ones included,
+// and among them the streams of one session's events.
 type handlers struct {
-	mu      sync.Mutex
-	stopped bool
-	wg      sync.WaitGroup
+	mu        sync.Mutex
+	stopped   bool
+	wg        sync.WaitGroup
+	streams   int
+	noStreams chan struct{} // closed while streams is 0 (nil: never opened)
+}
+
+// sessionStream says whether r follows one session's events (Server-Sent
+// Events or WebSocket): it ends on its own after the session's end.
+func sessionStream(r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/sessions/")
+	id, tail, _ := strings.Cut(rest, "/")
+	return ok && r.Method == http.MethodGet && id != "" && tail == "events"
 }
 
 func (h *handlers) track(next http.Handler) http.Handler {
@@ -276,10 +297,43 @@ func (h *handlers) track(next http.Handler) http.Handler {
 			return
 		}
 		h.wg.Add(1)
+		stream := sessionStream(r)
+		if stream {
+			if h.streams == 0 {
+				h.noStreams = make(chan struct{})
+			}
+			h.streams++
+		}
 		h.mu.Unlock()
 		defer h.wg.Done()
+		if stream {
+			defer h.streamDone()
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+func (h *handlers) streamDone() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.streams--; h.streams == 0 {
+		close(h.noStreams)
+	}
+}
+
+// waitStreams waits until no session's event stream runs, or ctx ends.
+func (h *handlers) waitStreams(ctx context.Context) {
+	h.mu.Lock()
+	idle := h.noStreams
+	open := h.streams > 0
+	h.mu.Unlock()
+	if !open {
+		return
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
 }
 
 // wait refuses new requests and waits for the running ones.
