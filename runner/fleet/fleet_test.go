@@ -20,7 +20,7 @@ import (
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/mock"
 	"github.com/tetherhq/tether/internal/testing/natstest"
-	"github.com/tetherhq/tether/runner/approvals"
+	"github.com/tetherhq/tether/internal/testing/runnertest"
 	"github.com/tetherhq/tether/runner/eventlog"
 	"github.com/tetherhq/tether/runner/sessions"
 	"github.com/tetherhq/tether/runner/workspace"
@@ -447,21 +447,8 @@ func serveLone(t *testing.T, name string) (*Fleet, *Core) {
 // ends.
 func serve(t *testing.T, f *Fleet) *Core {
 	t.Helper()
-	dir := t.TempDir()
-	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := approvals.Open(filepath.Join(dir, "approvals.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	m, err := sessions.New(sessions.Config{Drivers: map[string]agent.Driver{"mock": mock.New(mock.Config{})},
-		Workspaces: ws, Log: f.Log(openLog(t)), Approvals: store, Observer: f.Observer(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := runnertest.ManagerWith(t, map[string]agent.Driver{"mock": mock.New(mock.Config{})}, eventlog.Options{},
+		func(cfg *sessions.Config) { cfg.Log, cfg.Observer = f.Log(cfg.Log), f.Observer(nil) })
 	c, err := f.Serve(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)

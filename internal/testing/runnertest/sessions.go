@@ -32,6 +32,14 @@ func MockClaude(scenario string) agent.Driver {
 // event log's opts; it shuts down and closes with the test.
 func Manager(t testing.TB, drivers map[string]agent.Driver, opts eventlog.Options) *sessions.Manager {
 	t.Helper()
+	return ManagerWith(t, drivers, opts, nil)
+}
+
+// ManagerWith is Manager with its configuration passed through adjust
+// first (nil: as it is), such as a log or an observer that wraps the
+// ones it opened.
+func ManagerWith(t testing.TB, drivers map[string]agent.Driver, opts eventlog.Options, adjust func(*sessions.Config)) *sessions.Manager {
+	t.Helper()
 	dir := t.TempDir()
 	ws, err := workspace.New(filepath.Join(dir, "workspaces"), workspace.Options{HomesRoot: filepath.Join(dir, "homes")})
 	if err != nil {
@@ -46,7 +54,11 @@ func Manager(t testing.TB, drivers map[string]agent.Driver, opts eventlog.Option
 		_ = log.Close()
 		t.Fatal(err)
 	}
-	m, err := sessions.New(sessions.Config{Drivers: drivers, Workspaces: ws, Log: log, Approvals: store})
+	cfg := sessions.Config{Drivers: drivers, Workspaces: ws, Log: log, Approvals: store}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	m, err := sessions.New(cfg)
 	if err != nil {
 		_ = log.Close()
 		_ = store.Close()
