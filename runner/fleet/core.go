@@ -102,7 +102,7 @@ func (f *Fleet) Serve(ctx context.Context, local *sessions.Manager) (_ *Core, er
 	// stream and the registry too.
 	for _, info := range local.List() {
 		c.own(info.ID)
-		f.pub.mark(info.ID)
+		f.pub.mark(info.ID, 0)
 		f.out.session(info.ID)
 	}
 	return c, nil

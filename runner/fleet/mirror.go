@@ -6,11 +6,9 @@ import (
 	"fmt"
 
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/runner/eventlog"
@@ -28,8 +26,8 @@ type Log struct {
 // publisher.
 func (l *Log) AppendAt(ctx context.Context, session string, payloads [][]byte) (first, pos uint64, err error) {
 	first, pos, err = l.Log.AppendAt(ctx, session, payloads)
-	if err == nil {
-		l.pub.mark(session)
+	if err == nil && len(payloads) > 0 {
+		l.pub.mark(session, first+uint64(len(payloads))-1)
 	}
 	return first, pos, err
 }
@@ -41,23 +39,21 @@ func (f *Fleet) Log(local eventlog.Log) *Log {
 	return &Log{Log: local, pub: f.pub}
 }
 
-// maxRound bounds the events a round publishes of one session, so one
-// busy session does not hold up the others.
-const maxRound = 2048
-
 // errNoAck: a publish got neither its ack nor an error in time.
 var errNoAck = errors.New("fleet: no ack from the stream")
 
-// maxInFlight bounds the events published and not yet acked: a failure
-// can leave a hole no further back than that, which a runner that starts
-// again sends anew (see stateOf).
+// maxInFlight bounds the messages published and not yet acked, one at
+// most of each session.
 const maxInFlight = 512
 
 // publisher copies the local log into the stream, each session in seq
-// order, each event once. It does not wait for a round's acks before the
-// next: a settler takes them in order on a goroutine of its own, and a
-// failure rewinds the session to its last acked event and publishes the
-// rest again, with the same message ids (the stream drops what landed).
+// order, each event once. A session has one message in flight at a time,
+// holding every event its log gained since the last (a batch), and each
+// message expects the stream position of the session's message before it:
+// the stream holds a gapless copy of the log, a second writer is fenced
+// out, and a failure needs no more than a look at where the stream ends.
+// Sessions are published side by side; a settler takes the acks in order
+// on a goroutine of its own.
 type publisher struct {
 	f     *Fleet
 	local eventlog.Log
@@ -76,16 +72,15 @@ type publisher struct {
 
 type pubState struct {
 	seq       uint64 // the session's last seq acked in the stream
-	streamSeq uint64 // that event's position in the stream
+	streamSeq uint64 // that message's position in the stream (0: the stream holds none)
 	next      uint64 // the last seq published (>= seq)
-	inFlight  int    // its events published and not yet acked
-	epoch     int    // bumped by a failure: acks of the epoch before are stale
+	tail      uint64 // the last seq appended to the log, as far as marked
+	more      bool   // the last batch was full: the log holds more
+	inFlight  int    // its messages published and not yet acked (0 or 1)
+	epoch     int    // bumped by a failure or a take-over: acks of the epoch before are stale
 	known     bool   // seq and streamSeq were read from the stream or acks
-	clean     bool   // streamSeq is the stream's last of the session: fence the next publish
 	fenced    bool   // another runner writes this session now
-	// fenceSeq, fencePos: the stream's last event of the session when the
-	// publisher read it; the event after it expects that position.
-	fenceSeq, fencePos uint64
+	adopted   bool   // this runner took the session over: the stream's last event is another's
 }
 
 func newPublisher(f *Fleet, local eventlog.Log) *publisher {
@@ -94,10 +89,21 @@ func newPublisher(f *Fleet, local eventlog.Log) *publisher {
 		sent: make(chan sent, maxInFlight)}
 }
 
-func (p *publisher) mark(session string) {
+// mark says session's log holds events up to seq last (0: unknown) that
+// may not be in the stream yet.
+func (p *publisher) mark(session string, last uint64) {
 	p.mu.Lock()
 	p.dirty[session] = true
+	if st := p.state[session]; st != nil {
+		st.tail = max(st.tail, last)
+	} else if last > 0 {
+		p.state[session] = &pubState{tail: last}
+	}
 	p.mu.Unlock()
+	p.wakeUp()
+}
+
+func (p *publisher) wakeUp() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -145,13 +151,14 @@ func (p *publisher) settledLocked() {
 
 type sent struct {
 	session string
-	seq     uint64
+	seq     uint64 // the batch's last
 	epoch   int
 	fut     jetstream.PubAckFuture
 }
 
-// round publishes what the dirty sessions hold beyond what was published,
-// and reports whether any of it must be tried again after a pause.
+// round publishes a batch of each dirty session that has none in flight
+// (the ack of the one in flight marks it again), and reports whether any
+// must be tried again after a pause.
 func (p *publisher) round(ctx context.Context) (failed bool) {
 	p.mu.Lock()
 	sessions := make([]string, 0, len(p.dirty))
@@ -171,30 +178,28 @@ func (p *publisher) round(ctx context.Context) (failed bool) {
 		st, err := p.stateOf(ctx, s)
 		if err != nil {
 			p.log.Warn("fleet: the stream's last event of a session is unknown; will retry", "session", s, "err", err)
-			p.mark(s)
+			p.mark(s, 0)
 			failed = true
 			continue
 		}
 		p.mu.Lock()
-		fenced := st.fenced
+		skip := st.fenced || st.inFlight > 0
 		p.mu.Unlock()
-		if fenced {
+		if skip {
 			continue
 		}
-		more, err := p.publishSession(ctx, s, st)
-		if err != nil {
+		if err := p.publishSession(ctx, s, st); err != nil {
 			p.log.Debug("fleet: publish failed; will retry", "session", s, "err", err)
-			p.mark(s)
+			p.mark(s, 0)
 			failed = true
-		} else if more {
-			p.mark(s)
 		}
 	}
 	return failed
 }
 
 // stateOf is what the stream holds of session, read from it the first
-// time (a restarted runner, a session taken over).
+// time and after a failure (a restarted runner, a publish that may or may
+// not have landed): the next batch follows the stream's last event.
 func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, error) {
 	p.mu.Lock()
 	st := p.state[session]
@@ -203,7 +208,7 @@ func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, err
 		return st, nil
 	}
 	p.mu.Unlock()
-	seq, streamSeq, _, err := p.f.lastEvent(ctx, session)
+	seq, streamSeq, runner, err := p.f.lastEvent(ctx, session)
 	if err != nil {
 		return nil, err
 	}
@@ -213,103 +218,68 @@ func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, err
 		st = &pubState{}
 		p.state[session] = st
 	}
-	// The stream's last event may lie past a hole the runner's last run
-	// left (a failed publish it had no time to send again): when the
-	// stream holds fewer of the session's events than the log, send them
-	// all again (the stream drops what it has within its duplicate
-	// window, readers what it kept twice); else the in-flight window
-	// before the last. The first event past it is fenced on the stream's
-	// last.
-	from := seq - min(seq, maxInFlight)
-	if p.holes(ctx, session, seq) {
-		from = 0
+	st.seq, st.next, st.streamSeq, st.known = seq, seq, streamSeq, true
+	if runner != "" && runner != p.f.cfg.Name && !st.adopted {
+		p.fenceLocked(session, st, runner)
 	}
-	st.seq, st.next, st.known, st.clean = from, from, true, false
-	st.fenceSeq, st.fencePos = seq, streamSeq
 	return st, nil
 }
 
-// holes says whether the stream holds fewer of session's events up to
-// seq than the local log does (which, retention aside, has every seq but
-// the gaps a crash left).
-func (p *publisher) holes(ctx context.Context, session string, seq uint64) bool {
-	if seq == 0 {
-		return false
-	}
-	first, err := p.local.First(session)
-	if err != nil || first == 0 || first > seq {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	subject := eventSubject(session)
-	info, err := p.f.events.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return true // not knowing: send again
-	}
-	return info.State.Subjects[subject] < seq-first+1
+// fenceLocked stops publishing session: runner writes it now (the fleet
+// ended it for this runner, taken for lost). Under p.mu.
+func (p *publisher) fenceLocked(session string, st *pubState, runner string) {
+	st.fenced = true
+	delete(p.dirty, session) // nothing of it is this runner's to send
+	p.settledLocked()
+	p.log.Warn("fleet: another runner now writes this session's events; this runner stops publishing them",
+		"session", session, "writer", runner)
 }
 
-// publishSession sends session's events after the last published, at
-// most maxRound of them; more says there were more.
-func (p *publisher) publishSession(ctx context.Context, session string, st *pubState) (more bool, err error) {
+// publishSession sends the events of session past the last published, as
+// many as one batch holds, expecting the stream to end where the last
+// batch did.
+func (p *publisher) publishSession(ctx context.Context, session string, st *pubState) error {
 	p.mu.Lock()
-	after, epoch := st.next, st.epoch
-	fence := st.inFlight == 0 && st.clean
-	expect := st.streamSeq
-	fenceSeq, fencePos := st.fenceSeq, st.fencePos
+	after, epoch, expect := st.next, st.epoch, st.streamSeq
 	p.mu.Unlock()
-	n := 0
-	subject := eventSubject(session)
+	var b batch
+	more := false
 	for ev, err := range p.local.Read(ctx, session, after) {
 		if err != nil {
-			return false, err
+			return err
 		}
-		if n == maxRound {
-			return true, nil
+		if !b.fits(len(ev.Payload)) {
+			more = true
+			break
 		}
-		if !p.waitForRoom(ctx) {
-			return false, ctx.Err()
-		}
-		m := &nats.Msg{Subject: subject, Data: ev.Payload, Header: nats.Header{}}
-		seq := strconv.FormatUint(ev.Seq, 10)
-		m.Header.Set(seqHeader, seq)
-		m.Header.Set(runnerHeader, p.f.cfg.Name)
-		opts := []jetstream.PublishOpt{jetstream.WithMsgID(session + ":" + seq)}
-		switch {
-		case ev.Seq == fenceSeq+1 && fencePos > 0:
-			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(fencePos))
-		case n == 0 && fence:
-			// Fences out a second writer: the stream must end where this
-			// runner left it.
-			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
-		}
-		p.mu.Lock()
-		if st.epoch != epoch {
-			// A failure rewound the session meanwhile: the round it asked
-			// for sends from there.
-			p.mu.Unlock()
-			return false, nil
-		}
-		p.mu.Unlock()
-		fut, err := p.f.js.PublishMsgAsync(m, opts...)
-		if err != nil {
-			return false, err
-		}
-		p.mu.Lock()
-		if st.epoch == epoch {
-			st.next = ev.Seq
-		}
-		st.inFlight++
-		p.inFlight++
-		p.mu.Unlock()
-		p.sent <- sent{session: session, seq: ev.Seq, epoch: epoch, fut: fut}
-		n++
+		b.add(ev.Seq, ev.Payload)
 	}
-	return false, nil
+	if b.n == 0 || !p.waitForRoom(ctx) {
+		return ctx.Err()
+	}
+	p.mu.Lock()
+	if st.epoch != epoch {
+		// A take-over moved the session meanwhile: the round it asked
+		// for sends from there.
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.Unlock()
+	fut, err := p.f.js.PublishMsgAsync(b.msg(eventSubject(session), p.f.cfg.Name),
+		jetstream.WithMsgID(b.msgID(session)), jetstream.WithExpectLastSequencePerSubject(expect))
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	st.next, st.more = b.last, more
+	st.inFlight++
+	p.inFlight++
+	p.mu.Unlock()
+	p.sent <- sent{session: session, seq: b.last, epoch: epoch, fut: fut}
+	return nil
 }
 
-// waitForRoom waits while maxInFlight events wait for their acks.
+// waitForRoom waits while maxInFlight messages wait for their acks.
 func (p *publisher) waitForRoom(ctx context.Context) bool {
 	for {
 		p.mu.Lock()
@@ -327,7 +297,7 @@ func (p *publisher) waitForRoom(ctx context.Context) bool {
 }
 
 // settle takes the acks in publish order until ctx ends, and moves each
-// session's mark to its last event acked without a gap before it.
+// session's mark to its last event acked.
 func (p *publisher) settle(ctx context.Context) {
 	for {
 		var s sent
@@ -336,19 +306,10 @@ func (p *publisher) settle(ctx context.Context) {
 			return
 		case s = <-p.sent:
 		}
-		var ack *jetstream.PubAck
-		var err error
-		timer := time.NewTimer(ackTimeout + time.Second) // the client's own timeout, should it not fire
-		select {
-		case ack = <-s.fut.Ok():
-		case err = <-s.fut.Err():
-		case <-timer.C:
-			err = errNoAck
-		case <-ctx.Done():
-			timer.Stop()
+		ack, err := p.await(ctx, s)
+		if ctx.Err() != nil {
 			return
 		}
-		timer.Stop()
 		p.mu.Lock()
 		p.inFlight--
 		st := p.state[s.session]
@@ -359,14 +320,18 @@ func (p *publisher) settle(ctx context.Context) {
 		}
 		st.inFlight--
 		current := s.epoch == st.epoch
-		if current && err == nil && s.seq > st.seq {
-			st.seq, st.streamSeq, st.clean = s.seq, ack.Sequence, true
-		}
-		if current && err != nil {
+		switch {
+		case current && err == nil:
+			st.seq, st.streamSeq = s.seq, ack.Sequence
+			if st.more || st.tail > st.next {
+				p.dirty[s.session] = true
+				p.wakeUp()
+			}
+		case current:
 			p.dirty[s.session] = true // before anyone sees nothing in flight
-		}
-		if err == nil && s.seq == st.fenceSeq+1 {
-			st.fenceSeq, st.fencePos = 0, 0 // passed
+		case st.inFlight == 0 && st.known && !st.fenced:
+			p.dirty[s.session] = true // a stale ack held the session's next batch back
+			p.wakeUp()
 		}
 		p.mu.Unlock()
 		if current && err != nil {
@@ -382,35 +347,50 @@ func (p *publisher) settle(ctx context.Context) {
 	}
 }
 
+// await is a publish's ack or error, or errNoAck should the client's own
+// timeout not fire.
+func (p *publisher) await(ctx context.Context, s sent) (*jetstream.PubAck, error) {
+	timer := time.NewTimer(ackTimeout + time.Second)
+	defer timer.Stop()
+	select {
+	case ack := <-s.fut.Ok():
+		return ack, nil
+	case err := <-s.fut.Err():
+		return nil, err
+	case <-timer.C:
+		return nil, errNoAck
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // failed handles a publish the stream refused or did not answer: a wrong
 // last sequence from another runner's event means the session is no
-// longer this runner's; anything else is tried again from the stream's
-// state, with the same message ids.
+// longer this runner's; anything else (the batch may or may not have
+// landed) is tried again from where the stream ends.
 func (p *publisher) failed(ctx context.Context, s sent, st *pubState, err error) {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 		if _, _, runner, lerr := p.f.lastEvent(ctx, s.session); lerr == nil && runner != p.f.cfg.Name {
 			p.mu.Lock()
-			st.fenced = true
-			delete(p.dirty, s.session) // nothing of it is this runner's to send
-			p.settledLocked()
+			// Unless this runner took it over meanwhile (its next publish
+			// expects the other runner's last event).
+			if s.epoch == st.epoch {
+				p.fenceLocked(s.session, st, runner)
+			}
 			p.mu.Unlock()
-			p.log.Warn("fleet: another runner now writes this session's events; this runner stops publishing them",
-				"session", s.session, "writer", runner)
 			return
 		}
 	}
 	p.log.Debug("fleet: publish failed; will retry", "session", s.session, "seq", s.seq, "err", err)
 	p.mu.Lock()
-	// Send again from the last event acked, with the same ids: what
-	// landed after it is dropped by the stream as a duplicate, and what
-	// did not is not skipped over (the stream's last event may lie past
-	// a hole the failure left).
-	st.epoch++
-	st.next, st.clean = st.seq, false
+	if s.epoch == st.epoch {
+		st.epoch++
+		st.known = false
+	}
 	p.mu.Unlock()
-	p.mark(s.session)
+	p.mark(s.session, 0)
 }
 
 // adopt starts the publisher's state of a session this runner takes
@@ -426,8 +406,7 @@ func (p *publisher) adopt(session string, seq, pos uint64) {
 	}
 	st.epoch++ // what the publisher had in flight of it before is stale
 	st.seq, st.streamSeq, st.next = seq, pos, seq
-	st.known, st.clean, st.fenced = true, true, false
-	st.fenceSeq, st.fencePos = seq, pos
+	st.known, st.fenced, st.adopted, st.more = true, false, true, false
 }
 
 // forget drops what the publisher keeps of a session that has ended and

@@ -18,8 +18,9 @@ const (
 	approvalsBucket = "tether-approvals"
 
 	// headers of an event message
-	seqHeader    = "Tether-Seq"
-	runnerHeader = "Tether-Runner"
+	seqHeader    = "Tether-Seq"    // the last event's seq
+	runnerHeader = "Tether-Runner" // the runner that wrote it
+	eventsHeader = "Tether-Events" // how many events a batch holds (absent: one)
 )
 
 // token makes a session id or runner name one subject token and a valid

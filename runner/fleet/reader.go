@@ -232,10 +232,21 @@ func (r *streamReader) passGap() (done bool) {
 // take yields what an event message makes ready, in seq order; done says
 // the reader is finished.
 func (r *streamReader) take(h nats.Header, data []byte) (done bool) {
-	seq, err := strconv.ParseUint(h.Get(seqHeader), 10, 64)
+	events, err := splitBatch(h, data)
 	if err != nil {
-		return false // not an event
+		r.yield(agent.Event{}, fmt.Errorf("fleet: reading session %s: %w", r.session, err))
+		return true
 	}
+	for _, le := range events {
+		if r.takeOne(le.seq, le.payload) {
+			return true
+		}
+	}
+	return false
+}
+
+// takeOne is take for one event of a message.
+func (r *streamReader) takeOne(seq uint64, data []byte) (done bool) {
 	e, err := agent.DecodeLogged(data)
 	if err != nil {
 		r.yield(agent.Event{}, fmt.Errorf("fleet: event %d of session %s: %w", seq, r.session, err))
@@ -302,10 +313,10 @@ func (f *Fleet) endedBy(ctx context.Context, session string, after uint64) bool 
 	if err != nil {
 		return false
 	}
-	seq, err := seqOf(m.header)
-	if err != nil || seq > after {
+	events, err := splitBatch(m.header, m.data)
+	if err != nil || len(events) == 0 || lastSeq(events) > after {
 		return false
 	}
-	e, err := agent.DecodeLogged(m.data)
+	e, err := agent.DecodeLogged(events[len(events)-1].payload)
 	return err == nil && e.Kind == agent.KindSessionEnded
 }
