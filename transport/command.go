@@ -44,6 +44,12 @@ type Command struct {
 	// StderrTailSize is how many trailing stderr bytes errors quote
 	// (default 4 KiB).
 	StderrTailSize int
+	// StdoutToStderr gives the child stderr's pipe for its stdout too, for
+	// an agent whose stdout carries no protocol (a server that says where
+	// it listens, then logs): its lines reach Stderr, and no reader waits
+	// on them for the child's life. Read then reports only the end; the
+	// Conn's Done says when the child has ended.
+	StdoutToStderr bool
 	// MaxLineSize caps one stdout line (default ndjson.DefaultMaxLineSize).
 	MaxLineSize int
 	// ExitGrace is how long Close waits for a clean exit after closing
@@ -142,6 +148,9 @@ func (c *Command) startProcess(f *fence) (*commandConn, error) {
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	if c.StdoutToStderr {
+		cmd.Stdout = stderrW
+	}
 	tailSize := c.StderrTailSize
 	if tailSize <= 0 {
 		tailSize = 4 << 10
@@ -516,6 +525,22 @@ func (c *commandConn) Read(ctx context.Context) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	return nil, err
+}
+
+var _ Exiter = (*commandConn)(nil)
+
+// Done is closed once the child has ended and been reaped.
+func (c *commandConn) Done() <-chan struct{} { return c.exited }
+
+// Err says how the child ended once Done is closed: nil for exit code 0,
+// else an *ExitError; nil before.
+func (c *commandConn) Err() error {
+	select {
+	case <-c.exited:
+		return c.exitError()
+	default:
+		return nil
+	}
 }
 
 // endOfOutput turns stdout EOF into io.EOF or the process's *ExitError. err

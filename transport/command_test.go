@@ -817,3 +817,69 @@ func TestCommandSurvivesCallerThreadExit(t *testing.T) {
 		t.Errorf("line = %q", got)
 	}
 }
+
+// A child whose stdout shares stderr's pipe: its lines of both reach the
+// Stderr callback in the order written, Read reports only the end, and
+// Done and Err say when and how it ended, with or without a Launcher.
+func TestCommandStdoutToStderr(t *testing.T) {
+	t.Parallel()
+	for _, shared := range []bool{false, true} {
+		var (
+			mu    sync.Mutex
+			lines []string
+		)
+		cmd := shell(`echo "listening on here"; echo "a log" >&2; echo "more out"; read x; exit 3`)
+		cmd.StdoutToStderr = true
+		if shared {
+			cmd.Launcher = &Launcher{}
+		}
+		heard := make(chan struct{}, 3)
+		cmd.Stderr = func(line string) {
+			mu.Lock()
+			lines = append(lines, line)
+			mu.Unlock()
+			heard <- struct{}{}
+		}
+		conn := connect(t, cmd)
+		proc, ok := conn.(Exiter)
+		if !ok {
+			t.Fatalf("%T is no Exiter", conn)
+		}
+		for range 3 {
+			select {
+			case <-heard:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the child's output did not reach Stderr")
+			}
+		}
+		select {
+		case <-proc.Done():
+			t.Fatal("Done before the child ended")
+		default:
+		}
+		if proc.Err() != nil {
+			t.Fatalf("Err while the child runs: %v", proc.Err())
+		}
+		if err := conn.Write(context.Background(), []byte("go")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-proc.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("Done did not close when the child ended")
+		}
+		var exit *ExitError
+		if err := proc.Err(); !errors.As(err, &exit) || exit.Code != 3 || !strings.Contains(exit.StderrTail, "more out") {
+			t.Fatalf("Err = %v, want *ExitError with code 3 quoting the output", err)
+		}
+		if err := readErr(t, conn); !errors.As(err, &exit) || exit.Code != 3 {
+			t.Fatalf("Read = %v, want the same *ExitError", err)
+		}
+		closeConn(t, conn)
+		mu.Lock()
+		if got := strings.Join(lines, "|"); got != "listening on here|a log|more out" {
+			t.Errorf("launcher %v: Stderr got %q", shared, got)
+		}
+		mu.Unlock()
+	}
+}

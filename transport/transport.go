@@ -34,6 +34,15 @@ type Conn interface {
 	Close() error
 }
 
+// Exiter is a Conn whose agent process can be watched for its end without
+// reading its output (Command's Conn is one): Done is closed once the
+// process has ended, and Err then says how (nil for a clean exit, else an
+// *ExitError).
+type Exiter interface {
+	Done() <-chan struct{}
+	Err() error
+}
+
 // ErrClosed is returned by operations on a closed Conn.
 var ErrClosed = errors.New("transport: connection closed")
 

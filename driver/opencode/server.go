@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -17,7 +19,6 @@ import (
 
 	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/driver/internal/agentproc"
-	"github.com/tetherhq/tether/protocol/ndjson"
 	"github.com/tetherhq/tether/sandbox"
 	"github.com/tetherhq/tether/transport"
 )
@@ -80,14 +81,34 @@ const (
 	homeNpmrcContent = "offline=true\n"
 )
 
-// server is one running `opencode serve`.
+// server is one running `opencode serve`. Its stdout shares stderr's
+// pipe, which the driver's Launcher reads only when there is output: no
+// goroutine of the session waits on it.
 type server struct {
 	conn     transport.Conn
+	proc     transport.Exiter
 	url      string // http://127.0.0.1:PORT
 	password string
-	// exited is closed when the process has ended; exitErr says how.
-	exited  chan struct{}
-	exitErr error
+	// exited is closed when the process has ended; exitError says how.
+	exited <-chan struct{}
+	// listen gets the address the server says it listens on.
+	listen chan string
+}
+
+// exitError is how the process ended (nil while it runs, or for a clean
+// exit).
+func (s *server) exitError() error { return s.proc.Err() }
+
+// output takes a line of the server's output: where it listens, or a log.
+func (s *server) output(log *slog.Logger, line string) {
+	if url, ok := strings.CutPrefix(strings.TrimSpace(line), listeningPrefix); ok {
+		select {
+		case s.listen <- url:
+		default: // said before
+		}
+		return
+	}
+	log.Debug("opencode: output", "line", line)
 }
 
 // launch starts `opencode serve` for one session and waits until it
@@ -112,9 +133,10 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork
 	if err != nil {
 		return nil, err
 	}
+	srv := &server{password: password, listen: make(chan string, 1)}
 	cmd := &transport.Command{Path: d.cli, Args: []string{"serve", "--hostname", "127.0.0.1", "--port", "0"}, Env: env,
 		Dir: req.Workspace, ExitGrace: exitGrace, TermGrace: termGrace, Launcher: &d.launcher,
-		Logger: d.log, Stderr: func(line string) { d.log.Debug("opencode: stderr", "line", line) }}
+		Logger: d.log, StdoutToStderr: true, Stderr: func(line string) { srv.output(d.log, line) }}
 	if d.cfg.Sandbox != nil {
 		policy := *d.cfg.Sandbox
 		if noToolNetwork {
@@ -129,14 +151,18 @@ func (d *Driver) launch(ctx context.Context, req agent.StartRequest, toolNetwork
 	if err != nil {
 		return nil, fmt.Errorf("opencode: start: %w", err)
 	}
-	srv := &server{conn: conn, password: password, exited: make(chan struct{})}
+	proc, ok := conn.(transport.Exiter)
+	if !ok { // cannot happen: a Command's Conn is one
+		_ = conn.Close()
+		return nil, fmt.Errorf("opencode: start: %T does not report its process's end", conn)
+	}
+	srv.conn, srv.proc, srv.exited = conn, proc, proc.Done()
 	url, err := srv.listening(ctx)
 	if err != nil {
 		_ = conn.Close()
 		return nil, err
 	}
 	srv.url = url
-	go srv.drain()
 	if err := srv.waitHealthy(ctx, d.calls); err != nil {
 		srv.close()
 		return nil, err
@@ -159,40 +185,28 @@ func (d *Driver) homeFiles() map[string][]byte {
 	return files
 }
 
-// listening reads the server's stdout until it says where it listens
-// (`--port 0` takes 4096 when free, else a random port).
+// listening waits until the server says where it listens (`--port 0`
+// takes 4096 when free, else a random port).
 func (s *server) listening(ctx context.Context) (string, error) {
-	for {
-		line, err := s.conn.Read(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return "", fmt.Errorf("%w: it did not say where it listens: %w", ErrServerNotReady, ctx.Err())
-		case errors.Is(err, ndjson.ErrSkipped):
-			continue
-		case err != nil:
-			return "", fmt.Errorf("%w: before it listened: %w", ErrServerExited, err)
+	select {
+	case url := <-s.listen:
+		if !strings.HasPrefix(url, "http://127.0.0.1:") {
+			return "", fmt.Errorf("%w: it listens on %q, not on loopback", ErrServerNotReady, url)
 		}
-		if url, ok := strings.CutPrefix(strings.TrimSpace(string(line)), listeningPrefix); ok {
-			if !strings.HasPrefix(url, "http://127.0.0.1:") {
-				return "", fmt.Errorf("%w: it listens on %q, not on loopback", ErrServerNotReady, url)
-			}
-			return strings.TrimSuffix(url, "/"), nil
-		}
+		return strings.TrimSuffix(url, "/"), nil
+	case <-s.exited:
+		return "", fmt.Errorf("%w: before it listened: %w", ErrServerExited, s.endError())
+	case <-ctx.Done():
+		return "", fmt.Errorf("%w: it did not say where it listens: %w", ErrServerNotReady, ctx.Err())
 	}
 }
 
-// drain reads the rest of stdout until the process ends, and reports the
-// end.
-func (s *server) drain() {
-	defer close(s.exited)
-	for {
-		_, err := s.conn.Read(context.Background())
-		if err == nil || errors.Is(err, ndjson.ErrSkipped) {
-			continue
-		}
-		s.exitErr = err
-		return
+// endError is how the process ended, io.EOF for a clean exit.
+func (s *server) endError() error {
+	if err := s.exitError(); err != nil {
+		return err
 	}
+	return io.EOF
 }
 
 // waitHealthy polls GET /global/health through tr until it says healthy.
@@ -210,7 +224,7 @@ func (s *server) waitHealthy(ctx context.Context, tr *http.Transport) error {
 		last = err
 		select {
 		case <-s.exited:
-			return fmt.Errorf("%w: before it was healthy: %w", ErrServerExited, s.exitErr)
+			return fmt.Errorf("%w: before it was healthy: %w", ErrServerExited, s.endError())
 		case <-ctx.Done():
 			return fmt.Errorf("%w: no healthy answer (last: %v): %w", ErrServerNotReady, last, ctx.Err())
 		case <-time.After(healthPoll):

@@ -248,8 +248,8 @@ func (s *session) finish() {
 	msg := "the opencode server exited"
 	select {
 	case <-s.srv.exited:
-		if s.srv.exitErr != nil && !errors.Is(s.srv.exitErr, io.EOF) {
-			msg += ": " + s.srv.exitErr.Error()
+		if err := s.srv.exitError(); err != nil {
+			msg += ": " + err.Error()
 		}
 	default:
 	}
