@@ -10,7 +10,9 @@
 //   - create: POST /v1/sessions to session.started, on a lone runner and
 //     through a runner the fleet does not choose;
 //   - memory: the runner's anonymous memory per idle session, lone and in
-//     a fleet of three.
+//     a fleet of three, whose runners embed its NATS nodes or, in a second
+//     row, only connect to three nats-server processes (built from the
+//     module tether pins); their own memory is a row of its own.
 //
 // Each runner is `tether serve` (built from this tree) with its own data
 // directory. It prints a table; see docs/benchmarks.md.
@@ -23,6 +25,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,8 +106,23 @@ func run(cfg config) error {
 // bench starts and stops runners.
 type bench struct {
 	bin, dir string
+	mu       sync.Mutex // runners start side by side
 	n        int
 	procs    []*exec.Cmd
+}
+
+// next numbers a process's directory.
+func (b *bench) next() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n++
+	return b.n
+}
+
+func (b *bench) started(cmd *exec.Cmd) {
+	b.mu.Lock()
+	b.procs = append(b.procs, cmd)
+	b.mu.Unlock()
 }
 
 type runner struct {
@@ -114,8 +132,7 @@ type runner struct {
 
 // start starts a runner with extra flags and waits until it listens.
 func (b *bench) start(extra ...string) (*runner, error) {
-	b.n++
-	data := filepath.Join(b.dir, fmt.Sprintf("runner%d", b.n))
+	data := filepath.Join(b.dir, fmt.Sprintf("runner%d", b.next()))
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--sandbox", "off", "--data", data, "--max-sessions", "0"}, extra...)
 	cmd := exec.Command(b.bin, args...)
 	cmd.Env = append(os.Environ(), "TETHER_AUTH_TOKEN="+token)
@@ -127,7 +144,7 @@ func (b *bench) start(extra ...string) (*runner, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	b.procs = append(b.procs, cmd)
+	b.started(cmd)
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -149,7 +166,7 @@ func (b *bench) start(extra ...string) (*runner, error) {
 
 // fleet starts n runners, each with an embedded node of one cluster.
 func (b *bench) fleet(n int) ([]*runner, error) {
-	confs, _, err := natstest.Cluster(filepath.Join(b.dir, fmt.Sprintf("cluster%d", b.n)), n)
+	confs, _, err := natstest.Cluster(filepath.Join(b.dir, fmt.Sprintf("cluster%d", b.next())), n)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +187,52 @@ func (b *bench) fleet(n int) ([]*runner, error) {
 		}
 	}
 	return out, waitActive(out[0].c, n)
+}
+
+// external starts n nats-server processes in one cluster and n runners
+// that only connect to them; it returns the servers' pids too.
+func (b *bench) external(n int) ([]*runner, []int, error) {
+	srv := filepath.Join(b.dir, "nats-server")
+	if _, err := os.Stat(srv); err != nil {
+		if out, err := exec.Command("go", "build", "-o", srv, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
+			return nil, nil, fmt.Errorf("building nats-server: %w\n%s", err, out)
+		}
+	}
+	confs, ports, err := natstest.Cluster(filepath.Join(b.dir, fmt.Sprintf("cluster%d", b.next())), n)
+	if err != nil {
+		return nil, nil, err
+	}
+	var urls []string
+	var pids []int
+	for i, conf := range confs {
+		cmd := exec.Command(srv, "-c", conf)
+		if err := cmd.Start(); err != nil {
+			return nil, nil, err
+		}
+		b.started(cmd)
+		pids = append(pids, cmd.Process.Pid)
+		if err := waitListening(ports[i]); err != nil {
+			return nil, nil, err
+		}
+		urls = append(urls, natstest.URL(ports[i]))
+	}
+	out := make([]*runner, n)
+	for i := range n {
+		if out[i], err = b.start("--nats", strings.Join(urls, ","), "--runner-name", fmt.Sprintf("r%d", i)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, pids, waitActive(out[0].c, n)
+}
+
+func waitListening(port int) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return nil
+		}
+	}
+	return fmt.Errorf("nats-server on %d does not listen", port)
 }
 
 func waitActive(c *client.Client, n int) error {
@@ -415,7 +478,7 @@ func (b *bench) memory(cfg config) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	loneKiB, err := perSession(lone, cfg.warmup, cfg.sessions, "", cfg.settle)
+	loneKiB, err := perSession(lone, cfg.warmup, cfg.sessions, "", cfg.settle, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -424,19 +487,50 @@ func (b *bench) memory(cfg config) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleetKiB, err := perSession(fl[0], cfg.warmup, cfg.sessions, "r0", cfg.settle)
+	fleetKiB, err := perSession(fl[0], cfg.warmup, cfg.sessions, "r0", cfg.settle, nil)
 	if err != nil {
 		return nil, err
 	}
-	return [][]string{{fmt.Sprintf("runner RssAnon per idle mock session (%d sessions after %d not counted, read after %v idle)", cfg.sessions, cfg.warmup, cfg.settle),
-		fmt.Sprintf("%.1f KiB", loneKiB), fmt.Sprintf("%.1f KiB", fleetKiB), fmt.Sprintf("%.2f×", fleetKiB/loneKiB)}}, nil
+	b.stopAll()
+	ext, servers, err := b.external(3)
+	if err != nil {
+		return nil, err
+	}
+	var serversKiB float64
+	extKiB, err := perSession(ext[0], cfg.warmup, cfg.sessions, "r0", cfg.settle, func(before bool) error {
+		sum := int64(0)
+		for _, pid := range servers {
+			kib, err := rssAnon(pid)
+			if err != nil {
+				return err
+			}
+			sum += kib
+		}
+		if before {
+			serversKiB = -float64(sum)
+		} else {
+			serversKiB = (serversKiB + float64(sum)) / float64(cfg.sessions)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("%d sessions after %d not counted, read after %v idle", cfg.sessions, cfg.warmup, cfg.settle)
+	return [][]string{
+		{"runner RssAnon per idle mock session, its runner embedding a NATS node (" + what + ")",
+			fmt.Sprintf("%.1f KiB", loneKiB), fmt.Sprintf("%.1f KiB", fleetKiB), fmt.Sprintf("%.2f×", fleetKiB/loneKiB)},
+		{"the same, the runners connecting to three nats-server processes",
+			fmt.Sprintf("%.1f KiB", loneKiB), fmt.Sprintf("%.1f KiB", extKiB), fmt.Sprintf("%.2f×", extKiB/loneKiB)},
+		{"those three nats-server processes' RssAnon per session, together", "—", fmt.Sprintf("%.1f KiB", serversKiB), "—"},
+	}, nil
 }
 
 // perSession opens warmup sessions, reads the runner's RssAnon, opens n
 // more and reads it again after settle: the warm-up's sessions carry the
 // runtime's first collections and the node's first stream blocks, costs
 // a runner pays once.
-func perSession(r *runner, warmup, n int, on string, settle time.Duration) (float64, error) {
+func perSession(r *runner, warmup, n int, on string, settle time.Duration, also func(before bool) error) (float64, error) {
 	if _, err := creates(r.c, warmup, on); err != nil {
 		return 0, err
 	}
@@ -445,6 +539,11 @@ func perSession(r *runner, warmup, n int, on string, settle time.Duration) (floa
 	if err != nil {
 		return 0, err
 	}
+	if also != nil {
+		if err := also(true); err != nil {
+			return 0, err
+		}
+	}
 	if _, err := creates(r.c, n, on); err != nil {
 		return 0, err
 	}
@@ -452,6 +551,11 @@ func perSession(r *runner, warmup, n int, on string, settle time.Duration) (floa
 	after, err := rssAnon(r.cmd.Process.Pid)
 	if err != nil {
 		return 0, err
+	}
+	if also != nil {
+		if err := also(false); err != nil {
+			return 0, err
+		}
 	}
 	return float64(after-before) / float64(n), nil
 }
