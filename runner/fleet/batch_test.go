@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/agent"
 )
@@ -186,5 +188,58 @@ func TestPublisherLostAckSendsNothingTwice(t *testing.T) {
 	}
 	if got := seqs(readAll(t, f, "s", 0)); fmt.Sprint(got) != "[1 2 3 4]" {
 		t.Fatalf("read %v", got)
+	}
+}
+
+// fakeAck is a publish's future that has its ack already.
+type fakeAck struct{ ok chan *jetstream.PubAck }
+
+func (f fakeAck) Ok() <-chan *jetstream.PubAck { return f.ok }
+func (f fakeAck) Err() <-chan error            { return nil }
+func (f fakeAck) Msg() *nats.Msg               { return nil }
+
+// A session marked while its batch is in flight is published once the ack
+// comes, even when the mark does not say how far its log goes.
+func TestPublisherSendsWhatCameWhileInFlight(t *testing.T) {
+	f := openLone(t, "a")
+	local := openLog(t)
+	l := f.Log(local)
+	publishing(t, f)
+	appendEvents(t, l, "s", agent.KindSessionStarted)
+	syncStream(t, f)
+	// A batch in flight, and an event the log gained without a mark that
+	// says its seq (as a runner's start marks its sessions).
+	f.pub.mu.Lock()
+	st := f.pub.state["s"]
+	st.inFlight++
+	f.pub.inFlight++
+	inFlight := sent{session: "s", seq: st.seq, epoch: st.epoch, fut: fakeAck{ok: make(chan *jetstream.PubAck, 1)}}
+	inFlight.fut.(fakeAck).ok <- &jetstream.PubAck{Sequence: st.streamSeq}
+	f.pub.mu.Unlock()
+	if _, _, err := local.AppendAt(context.Background(), "s", [][]byte{[]byte(`{"kind":"session.ended","session_id":"s","time":"2026-11-28T00:00:00Z","session":{"agent":"mock"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	f.pub.mark("s", 0)
+	syncRound(t, f) // the round passes the session by: its batch is in flight
+	f.pub.sent <- inFlight
+	syncStream(t, f)
+	if got := storedSeqs(t, f, "s"); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("the stream holds %v", got)
+	}
+}
+
+// syncRound waits until the publisher has taken every mark.
+func syncRound(t *testing.T, f *Fleet) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		f.pub.mu.Lock()
+		idle := len(f.pub.dirty) == 0 && !f.pub.busy
+		f.pub.mu.Unlock()
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the publisher did not take its marks")
+		}
 	}
 }

@@ -184,6 +184,9 @@ func (p *publisher) round(ctx context.Context) (failed bool) {
 		}
 		p.mu.Lock()
 		skip := st.fenced || st.inFlight > 0
+		if st.inFlight > 0 {
+			st.more = true // its ack sends what came meanwhile
+		}
 		p.mu.Unlock()
 		if skip {
 			continue
