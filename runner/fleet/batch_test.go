@@ -243,3 +243,33 @@ func syncRound(t *testing.T, f *Fleet) {
 		}
 	}
 }
+
+// A runner whose log lost, in a crash, events it had published goes on
+// after the stream's last once its log gets there: nothing stalls, and
+// no seq is stored twice.
+func TestPublisherAfterALogThatLostEvents(t *testing.T) {
+	f := openLone(t, "a")
+	before := f.Log(openLog(t)) // the log as it was before the crash
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.pub.run(ctx) }()
+	appendEvents(t, before, "s", agent.KindSessionStarted, agent.KindTurnStarted, agent.KindItemDelta, agent.KindItemDelta)
+	syncStream(t, f)
+	cancel()
+	<-done
+
+	l := f.Log(openLog(t)) // after it: two events of four kept
+	appendEvents(t, l, "s", agent.KindSessionStarted, agent.KindTurnStarted)
+	publishing(t, f)
+	f.pub.mark("s", 0)
+	syncStream(t, f) // nothing to send yet, and nothing to try again
+	appendEvents(t, l, "s", agent.KindTurnCompleted, agent.KindItemDelta, agent.KindSessionEnded)
+	syncStream(t, f)
+	if got := storedSeqs(t, f, "s"); fmt.Sprint(got) != "[1 2 3 4 5]" {
+		t.Fatalf("the stream holds %v", got)
+	}
+	events := readAll(t, f, "s", 0)
+	if got := seqs(events); fmt.Sprint(got) != "[1 2 3 4 5]" || events[4].Kind != agent.KindSessionEnded {
+		t.Fatalf("read %v", got)
+	}
+}

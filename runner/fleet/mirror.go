@@ -248,6 +248,15 @@ func (p *publisher) publishSession(ctx context.Context, session string, st *pubS
 	var b batch
 	more := false
 	for ev, err := range p.local.Read(ctx, session, after) {
+		if errors.Is(err, eventlog.ErrAhead) {
+			// The stream holds seqs this log lost in a crash (published
+			// before they were on disk): readers have those from the
+			// stream, and what the log numbers again up to them is not
+			// sent. What follows them is, once the log gets there.
+			p.log.Warn("fleet: the stream is ahead of the session's log, which lost events in a crash; its events up to the stream's last are not published",
+				"session", session, "stream_last", after, "err", err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -257,7 +266,10 @@ func (p *publisher) publishSession(ctx context.Context, session string, st *pubS
 		}
 		b.add(ev.Seq, ev.Payload)
 	}
-	if b.n == 0 || !p.waitForRoom(ctx) {
+	if b.n == 0 {
+		return nil
+	}
+	if !p.waitForRoom(ctx) {
 		return ctx.Err()
 	}
 	p.mu.Lock()
