@@ -25,7 +25,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,8 +193,8 @@ func (b *bench) fleet(n int) ([]*runner, error) {
 func (b *bench) external(n int) ([]*runner, []int, error) {
 	srv := filepath.Join(b.dir, "nats-server")
 	if _, err := os.Stat(srv); err != nil {
-		if out, err := exec.Command("go", "build", "-o", srv, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
-			return nil, nil, fmt.Errorf("building nats-server: %w\n%s", err, out)
+		if err := natstest.BuildServer(srv); err != nil {
+			return nil, nil, err
 		}
 	}
 	confs, ports, err := natstest.Cluster(filepath.Join(b.dir, fmt.Sprintf("cluster%d", b.next())), n)
@@ -211,7 +210,7 @@ func (b *bench) external(n int) ([]*runner, []int, error) {
 		}
 		b.started(cmd)
 		pids = append(pids, cmd.Process.Pid)
-		if err := waitListening(ports[i]); err != nil {
+		if err := natstest.WaitListening(ports[i], time.Minute); err != nil {
 			return nil, nil, err
 		}
 		urls = append(urls, natstest.URL(ports[i]))
@@ -223,16 +222,6 @@ func (b *bench) external(n int) ([]*runner, []int, error) {
 		}
 	}
 	return out, pids, waitActive(out[0].c, n)
-}
-
-func waitListening(port int) error {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return nil
-		}
-	}
-	return fmt.Errorf("nats-server on %d does not listen", port)
 }
 
 func waitActive(c *client.Client, n int) error {
@@ -478,7 +467,7 @@ func (b *bench) memory(cfg config) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	loneKiB, err := perSession(lone, cfg.warmup, cfg.sessions, "", cfg.settle, nil)
+	loneKiB, _, err := perSession(lone, cfg.warmup, cfg.sessions, "", cfg.settle)
 	if err != nil {
 		return nil, err
 	}
@@ -487,7 +476,7 @@ func (b *bench) memory(cfg config) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleetKiB, err := perSession(fl[0], cfg.warmup, cfg.sessions, "r0", cfg.settle, nil)
+	fleetKiB, _, err := perSession(fl[0], cfg.warmup, cfg.sessions, "r0", cfg.settle)
 	if err != nil {
 		return nil, err
 	}
@@ -496,23 +485,7 @@ func (b *bench) memory(cfg config) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var serversKiB float64
-	extKiB, err := perSession(ext[0], cfg.warmup, cfg.sessions, "r0", cfg.settle, func(before bool) error {
-		sum := int64(0)
-		for _, pid := range servers {
-			kib, err := rssAnon(pid)
-			if err != nil {
-				return err
-			}
-			sum += kib
-		}
-		if before {
-			serversKiB = -float64(sum)
-		} else {
-			serversKiB = (serversKiB + float64(sum)) / float64(cfg.sessions)
-		}
-		return nil
-	})
+	extKiB, serversKiB, err := perSession(ext[0], cfg.warmup, cfg.sessions, "r0", cfg.settle, servers...)
 	if err != nil {
 		return nil, err
 	}
@@ -529,35 +502,48 @@ func (b *bench) memory(cfg config) ([][]string, error) {
 // perSession opens warmup sessions, reads the runner's RssAnon, opens n
 // more and reads it again after settle: the warm-up's sessions carry the
 // runtime's first collections and the node's first stream blocks, costs
-// a runner pays once.
-func perSession(r *runner, warmup, n int, on string, settle time.Duration, also func(before bool) error) (float64, error) {
+// a runner pays once. It reads the processes others (together) at the
+// same moments.
+func perSession(r *runner, warmup, n int, on string, settle time.Duration, others ...int) (runnerKiB, othersKiB float64, err error) {
 	if _, err := creates(r.c, warmup, on); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	time.Sleep(2 * time.Second)
-	before, err := rssAnon(r.cmd.Process.Pid)
+	before, err := rssAnonSum(r.cmd.Process.Pid)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if also != nil {
-		if err := also(true); err != nil {
-			return 0, err
-		}
+	othersBefore, err := rssAnonSum(others...)
+	if err != nil {
+		return 0, 0, err
 	}
 	if _, err := creates(r.c, n, on); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	time.Sleep(settle) // heartbeats, registry writes, the stream's caches
-	after, err := rssAnon(r.cmd.Process.Pid)
+	after, err := rssAnonSum(r.cmd.Process.Pid)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if also != nil {
-		if err := also(false); err != nil {
+	othersAfter, err := rssAnonSum(others...)
+	if err != nil {
+		return 0, 0, err
+	}
+	return float64(after-before) / float64(n), float64(othersAfter-othersBefore) / float64(n), nil
+}
+
+// rssAnonSum is the anonymous resident memory of processes pids, together,
+// in KiB.
+func rssAnonSum(pids ...int) (int64, error) {
+	var sum int64
+	for _, pid := range pids {
+		kib, err := rssAnon(pid)
+		if err != nil {
 			return 0, err
 		}
+		sum += kib
 	}
-	return float64(after-before) / float64(n), nil
+	return sum, nil
 }
 
 // rssAnon reads a process's anonymous resident memory in KiB.

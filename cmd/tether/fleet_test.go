@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -785,11 +784,7 @@ func mustRead(t *testing.T, path string) string {
 // per test binary: the external NATS system of the tests.
 var natsServerPath = sync.OnceValues(func() (string, error) {
 	path := filepath.Join(binDir(), "nats-server")
-	out, err := exec.Command("go", "build", "-o", path, "github.com/nats-io/nats-server/v2").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building nats-server: %w\n%s", err, out)
-	}
-	return path, nil
+	return path, natstest.BuildServer(path)
 })
 
 // natsNode is one external nats-server process.
@@ -838,17 +833,8 @@ func (n *natsNode) start() {
 	cmd, exited := n.cmd, n.exited
 	go func() { _ = cmd.Wait(); close(exited) }()
 	n.t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	deadline := time.Now().Add(waitLimit)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", n.port))
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("nats-server on %d does not listen: %v", n.port, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := natstest.WaitListening(n.port, waitLimit); err != nil {
+		n.t.Fatalf("nats-server: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package natstest writes the NATS configurations the fleet's tests and
-// benchmarks run on: nodes of a cluster on loopback, with passwords for
-// clients and routes, as docs/fleet.md shows them.
+// benchmarks run on (nodes of a cluster on loopback, with passwords for
+// clients and routes, as docs/fleet.md shows them), and builds and waits
+// for the nats-server they run as external nodes.
 package natstest
 
 import (
@@ -8,9 +9,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The credentials every node takes: clients (runners), and the routes
@@ -116,4 +119,31 @@ func fixedPortRange() (lo, hi int) {
 		}
 	}
 	return lo, hi
+}
+
+// BuildServer builds nats-server from the module tether pins into path:
+// the external NATS system of the tests and benchmarks.
+func BuildServer(path string) error {
+	out, err := exec.Command("go", "build", "-o", path, "github.com/nats-io/nats-server/v2").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("building nats-server: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// WaitListening waits until something takes connections on loopback
+// port, for at most limit.
+func WaitListening(port int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on %d within %v: %w", port, limit, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
