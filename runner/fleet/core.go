@@ -27,6 +27,7 @@ import (
 type Core struct {
 	f        *Fleet
 	local    *sessions.Manager
+	agents   []string // the local core's agent kinds, sorted: they do not change
 	reg      *registry
 	draining atomic.Bool
 	beat     chan struct{}
@@ -58,7 +59,7 @@ func (f *Fleet) Serve(ctx context.Context, local *sessions.Manager) (_ *Core, er
 	if f.pub == nil {
 		return nil, errors.New("fleet: the session core was not opened on the fleet's log")
 	}
-	c := &Core{f: f, local: local, reg: newRegistry(), beat: make(chan struct{}, 1), subs: map[string]*nats.Subscription{},
+	c := &Core{f: f, local: local, agents: slices.Sorted(maps.Keys(local.Agents())), reg: newRegistry(), beat: make(chan struct{}, 1), subs: map[string]*nats.Subscription{},
 		cmds: make(chan *nats.Msg, cmdRoom)}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {

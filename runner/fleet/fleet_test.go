@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -580,4 +582,64 @@ func TestOwnTakeOverIsNoOrphan(t *testing.T) {
 	if got, err := c.local.Get(info.ID); err != nil || got.State == sessions.StateEnded {
 		t.Fatalf("the session here: %+v, %v", got, err)
 	}
+}
+
+// The heartbeat tells the runner's live sessions, and what it costs each
+// beat does not grow with them: it runs every second on every runner,
+// idle or not.
+func TestHeartbeatCostsTheSameWithManySessions(t *testing.T) {
+	_, c := serveLone(t, "r0")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	made := 0
+	create := func(n int) (ids []string) {
+		for range n {
+			made++
+			info, err := c.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: fmt.Sprintf("w%d", made)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, info.ID)
+		}
+		return ids
+	}
+	ids := create(1)
+	if got := c.self().Sessions; got != 1 {
+		t.Fatalf("the heartbeat tells %d sessions, want 1", got)
+	}
+	few := bytesPerCall(func() { _ = c.self() })
+	ids = append(ids, create(99)...)
+	if got := c.self().Sessions; got != 100 {
+		t.Fatalf("the heartbeat tells %d sessions, want 100", got)
+	}
+	if many := bytesPerCall(func() { _ = c.self() }); many > few+512 {
+		t.Fatalf("a heartbeat allocates %d bytes with 100 sessions, %d with 1", many, few)
+	}
+	if err := c.Close(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	for c.self().Sessions != 99 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the heartbeat tells %d sessions after one ended, want 99", c.self().Sessions)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// bytesPerCall is what f allocates per call, the least of a few rounds:
+// the fleet's own goroutines allocate meanwhile.
+func bytesPerCall(f func()) uint64 {
+	const calls = 20
+	least := uint64(math.MaxUint64)
+	var before, after runtime.MemStats
+	for range 5 {
+		runtime.ReadMemStats(&before)
+		for range calls {
+			f()
+		}
+		runtime.ReadMemStats(&after)
+		least = min(least, (after.TotalAlloc-before.TotalAlloc)/calls)
+	}
+	return least
 }

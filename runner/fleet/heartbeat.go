@@ -3,8 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,19 +21,17 @@ const stateLeft = "left"
 
 func heartbeatSubject(runner string) string { return "tether.heartbeat." + token(runner) }
 
-// self is this runner's entry as its heartbeat tells it.
+// self is this runner's entry as its heartbeat tells it. It runs every
+// beat, so what it costs must not grow with the runner's sessions: an idle
+// runner that allocated a list of them each second kept its collector
+// running, and its heap at twice its live size.
 func (c *Core) self() sessions.Runner {
-	live := 0
-	for _, s := range c.local.List() {
-		if s.State != sessions.StateEnded {
-			live++
-		}
-	}
+	live := c.local.Live()
 	state := sessions.RunnerActive
 	if c.draining.Load() {
 		state = sessions.RunnerDraining
 	}
-	return sessions.Runner{Name: c.f.cfg.Name, Addr: c.f.cfg.Addr, Agents: slices.Sorted(maps.Keys(c.local.Agents())),
+	return sessions.Runner{Name: c.f.cfg.Name, Addr: c.f.cfg.Addr, Agents: c.agents,
 		Sessions: live, MaxSessions: c.f.cfg.MaxSessions, Load: loadOf(live, c.f.cfg.MaxSessions), State: state,
 		Heartbeat: time.Now().UTC()}
 }
