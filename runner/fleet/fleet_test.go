@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,6 +238,47 @@ func TestPublisherIsFencedByAnotherWriter(t *testing.T) {
 	f.pub.mu.Unlock()
 	if !fenced {
 		t.Fatal("the publisher did not stop publishing a session another runner writes")
+	}
+}
+
+// A runner that took a session over, and restarted before it published
+// anything of it, finds the stream ending with the lost runner's events:
+// its log holds them too (the take-over copied them), so it writes on
+// rather than taking itself for fenced out.
+func TestTakeOverPublishesAfterARestart(t *testing.T) {
+	f := openLone(t, "a")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lost := &Core{f: &Fleet{cfg: Config{Name: "b"}, js: f.js, events: f.events}}
+	now := time.Now().UTC()
+	history := []agent.Event{
+		{Kind: agent.KindSessionStarted, SessionID: "s", Time: now, Session: &agent.SessionInfo{Agent: "mock"}},
+		{Kind: agent.KindSessionEnded, SessionID: "s", Time: now.Add(time.Millisecond),
+			Session: &agent.SessionInfo{Agent: "mock", Reason: agent.ReasonRunnerLost}},
+	}
+	if err := lost.publishAfter(ctx, "s", 0, 0, history); err != nil {
+		t.Fatal(err)
+	}
+	// What the take-over copied into this runner's log, then an event of
+	// its own, logged by the runner started again: a publisher that
+	// knows nothing of the take-over.
+	l := f.Log(openLog(t))
+	var copied [][]byte
+	for _, e := range history {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied = append(copied, b)
+	}
+	if _, _, err := l.AppendAt(ctx, "s", copied); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, l, "s", agent.KindTurnStarted)
+	publishing(t, f)
+	syncStream(t, f)
+	if got := storedSeqs(t, f, "s"); !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("the stream holds %v, want [1 2 3]", got)
 	}
 }
 

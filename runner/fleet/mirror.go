@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tetherhq/tether/agent"
 	"github.com/tetherhq/tether/runner/eventlog"
 )
 
@@ -215,6 +217,13 @@ func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, err
 	if err != nil {
 		return nil, err
 	}
+	another := runner != "" && runner != p.f.cfg.Name
+	tookOver := false
+	if another {
+		if tookOver, err = p.holdsLast(ctx, session, seq); err != nil {
+			return nil, err
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if st == nil {
@@ -222,10 +231,43 @@ func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, err
 		p.state[session] = st
 	}
 	st.seq, st.next, st.streamSeq, st.known = seq, seq, streamSeq, true
-	if runner != "" && runner != p.f.cfg.Name && !st.adopted {
+	st.adopted = st.adopted || tookOver
+	if another && !st.adopted {
 		p.fenceLocked(session, st, runner)
 	}
 	return st, nil
+}
+
+// holdsLast says whether this runner's log holds the stream's last event
+// of session, another runner's, as its own event seq: the runner took the
+// session over, copying its history from the stream, and may have
+// restarted since. Its log then goes on from the stream's end, and it
+// writes the session's next events. A runner the fleet took for lost
+// holds its own events at that seq, or none.
+func (p *publisher) holdsLast(ctx context.Context, session string, seq uint64) (bool, error) {
+	m, err := p.f.lastStored(ctx, eventSubject(session))
+	if err != nil {
+		return false, err
+	}
+	stored, err := splitBatch(m.header, m.data)
+	if err != nil || len(stored) == 0 || stored[len(stored)-1].seq != seq {
+		return false, err
+	}
+	for ev, err := range p.local.Read(ctx, session, seq-1) {
+		return err == nil && ev.Seq == seq && sameEvent(ev.Payload, stored[len(stored)-1].payload), nil
+	}
+	return false, nil
+}
+
+// sameEvent says whether two logged events are one: a copy keeps the
+// kind and the time to the nanosecond, which two runners' events do not
+// share.
+func sameEvent(a, b []byte) bool {
+	var x, y struct {
+		Kind agent.Kind `json:"kind"`
+		Time time.Time  `json:"time"`
+	}
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && x.Kind == y.Kind && !x.Time.IsZero() && x.Time.Equal(y.Time)
 }
 
 // fenceLocked stops publishing session: runner writes it now (the fleet
