@@ -639,6 +639,84 @@ func TestFleetProtocolV1ComesBackThroughAnotherRunner(t *testing.T) {
 	awaitEnded(ctx, t, api, second, fleetLostWithin+grace+waitLimit)
 }
 
+// A protocol v1 host paces its session through another runner as it does
+// on the session's own: while the host does not read, the agent is held
+// back (its output waits in its pipe, not in the fleet's logs), and once
+// the host has gone the session runs free to its turn's end.
+func TestFleetProtocolV1HostPacesASessionElsewhere(t *testing.T) {
+	const messages = 2000
+	fl := startFleetWith(t, 2, "--cli", mockCLI(t, "text", 0, "TETHER_MOCK_N=2000", "TETHER_MOCK_SIZE=32K"))
+	api := fl[0].api()
+	waitRunners(t, api, "r0", "r1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
+	defer cancel()
+	ws := dialRunner(t, fl[0].addr)
+	wsSend(t, ws, map[string]any{"type": "init", "protocol_version": 1, "workspace_id": "paced", "host_control": true})
+	id, _ := wsNext(t, ws)["session_id"].(string)
+	info, err := api.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.CloseNow()
+	through := fl[0] // a runner the session is not on
+	if info.Runner == "r0" {
+		through = fl[1]
+	}
+	ws = dialRunner(t, through.addr)
+	wsSend(t, ws, map[string]any{"type": "init", "protocol_version": 1, "resume": id, "host_control": true})
+	if ready := wsNext(t, ws); ready["type"] != "ready" {
+		t.Fatalf("ready through %s, the session on %s: %v", through.name, info.Runner, ready)
+	}
+	line, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "flood"}})
+	wsSend(t, ws, map[string]any{"type": "input", "n": 1, "line": string(line)})
+	for range 10 {
+		wsNext(t, ws)
+	}
+	// The host reads no more. What its connection's buffers take, and a
+	// pacer's window, reach the log; the rest waits.
+	held := func() uint64 {
+		t.Helper()
+		var last uint64
+		for deadline := time.Now().Add(waitLimit); ; time.Sleep(time.Second) {
+			got, err := api.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != "running" {
+				t.Fatalf("the turn ran to its end (%s at seq %d) with its host reading nothing", got.State, got.LastSeq)
+			}
+			if got.LastSeq == last {
+				return last
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the log still grows (seq %d) with its host reading nothing", got.LastSeq)
+			}
+			last = got.LastSeq
+		}
+	}
+	at := held()
+	if at >= messages {
+		t.Fatalf("the log took %d events of a turn of %d messages with its host reading nothing", at, messages)
+	}
+	t.Logf("held at seq %d of a turn of %d messages", at, messages)
+	ws.CloseNow() // the host goes: nobody holds the session back now
+	for deadline := time.Now().Add(waitLimit); ; time.Sleep(100 * time.Millisecond) {
+		got, err := api.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != "running" {
+			if got.LastSeq < messages {
+				t.Fatalf("the turn ended at seq %d, before its %d messages", got.LastSeq, messages)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session is still held at seq %d after its host went", got.LastSeq)
+		}
+	}
+}
+
 // awaitEnded waits until session id is ended, as c tells it.
 func awaitEnded(ctx context.Context, t *testing.T, c *client.Client, id string, within time.Duration) {
 	t.Helper()

@@ -43,7 +43,8 @@ type Core struct {
 	subs   map[string]*nats.Subscription // each session's commands, into cmds
 	cmds   chan *nats.Msg
 
-	holds remoteHolds // other runners' holds on this one's sessions
+	holds  remoteHolds  // other runners' holds on this one's sessions
+	pacers remotePacers // and their readers' pacers
 }
 
 var (
@@ -518,15 +519,6 @@ func (c *Core) Feed(ctx context.Context, after uint64) iter.Seq2[sessions.FeedEv
 }
 func (c *Core) FeedStart() (uint64, error) { return c.local.FeedStart() }
 func (c *Core) FeedEnd() (uint64, error)   { return c.local.FeedEnd() }
-
-// Pace paces this runner's sessions; a reader of a session elsewhere does
-// not hold its agent back (nil Pacer).
-func (c *Core) Pace(id string, after uint64) (*sessions.Pacer, error) {
-	if c.elsewhere(id) {
-		return nil, nil
-	}
-	return c.local.Pace(id, after)
-}
 
 // Approvals lists the fleet's pending approvals: this runner's from its
 // store, the others' from the fleet's bucket.

@@ -654,9 +654,11 @@ func TestHeartbeatCostsTheSameWithManySessions(t *testing.T) {
 	if got := c.self().Sessions; got != 100 {
 		t.Fatalf("the heartbeat tells %d sessions, want 100", got)
 	}
-	if many := bytesPerCall(func() { _ = c.self() }); many > few+512 {
+	many := bytesPerCall(func() { _ = c.self() })
+	if many > few+512 {
 		t.Fatalf("a heartbeat allocates %d bytes with 100 sessions, %d with 1", many, few)
 	}
+	t.Logf("a heartbeat allocates %d bytes with 1 session, %d with 100", few, many)
 	if err := c.Close(ctx, ids[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -684,4 +686,45 @@ func bytesPerCall(f func()) uint64 {
 		least = min(least, (after.TotalAlloc-before.TotalAlloc)/calls)
 	}
 	return least
+}
+
+// A pacer this runner keeps for a reader on another runner moves with
+// that reader's word, and goes once the reader has said nothing for
+// paceLease: a reader that went away without a word holds nothing back.
+func TestPacerForAReaderElsewhereExpires(t *testing.T) {
+	_, c := serveLone(t, "r0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.paceFor(request{Session: info.ID, From: "r1"}, time.Now()); !errors.Is(err, sessions.ErrInvalidRequest) {
+		t.Fatalf("a pacer without its id: %v, want ErrInvalidRequest", err)
+	}
+	if err := c.paceFor(request{Session: "ses_none", Pace: "p0", From: "r1"}, time.Now()); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("a pacer of no session: %v, want ErrNotFound", err)
+	}
+	pacers := func() int {
+		c.pacers.mu.Lock()
+		defer c.pacers.mu.Unlock()
+		return len(c.pacers.byID)
+	}
+	opened := time.Now()
+	for _, seq := range []uint64{1, 5} { // opened, then moved: one pacer
+		if err := c.paceFor(request{Session: info.ID, Pace: "p1", From: "r1", LastSeq: seq}, opened); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := pacers(); n != 1 {
+		t.Fatalf("%d pacers after a reader's two words, want 1", n)
+	}
+	c.expirePacers(opened.Add(paceLease / 2))
+	if pacers() != 1 {
+		t.Fatal("a pacer heard from within its lease went")
+	}
+	c.expirePacers(opened.Add(paceLease + time.Second))
+	if pacers() != 0 {
+		t.Fatal("a pacer not heard from in its lease is still held")
+	}
 }

@@ -54,6 +54,9 @@ type request struct {
 	Hold  string        `json:"hold,omitempty"`
 	From  string        `json:"from,omitempty"`
 	Grace time.Duration `json:"grace,omitempty"`
+	// Pace names a reader's pacer, kept for it by the session's runner,
+	// From the runner it reads through; LastSeq is where it is.
+	Pace string `json:"pace,omitempty"`
 }
 
 // createRequest is sessions.CreateRequest on the wire.
@@ -332,6 +335,13 @@ func (c *Core) command(ctx context.Context) nats.MsgHandler {
 				c.disown(req.Session) // its new runner answers
 				return
 			}
+			if req.Op == "pace" || req.Op == "unpace" {
+				// Idempotent, and as frequent as a reader's progress: kept
+				// out of the answers a retry finds.
+				data, _ := json.Marshal(c.handle(ctx, req))
+				_ = m.Respond(data)
+				return
+			}
 			ans, first := c.answers.get(req.ID, time.Now())
 			if first {
 				data, err := json.Marshal(c.handle(ctx, req))
@@ -403,6 +413,10 @@ func (c *Core) handle(ctx context.Context, req request) (r reply) {
 		err = c.holdFor(ctx, req)
 	case "release":
 		c.releaseFor(req.Hold)
+	case "pace":
+		err = c.paceFor(req, time.Now())
+	case "unpace":
+		c.unpaceFor(req.Pace)
 	case "control":
 		r.Raw, err = m.Control(ctx, req.Session, req.Subtype, req.Params)
 	case "resolve":

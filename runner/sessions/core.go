@@ -56,7 +56,7 @@ type Core interface {
 	Feed(ctx context.Context, after uint64) iter.Seq2[FeedEvent, error]
 	// Pace makes a reader hold the session's agent back to its own pace
 	// (a session's host); see Pacer.
-	Pace(id string, after uint64) (*Pacer, error)
+	Pace(id string, after uint64) (Pacing, error)
 	FeedStart() (uint64, error)
 	FeedEnd() (uint64, error)
 

@@ -23,10 +23,18 @@ type Pacer struct {
 	once sync.Once
 }
 
+// Pacing is a reader that holds its session's agent back: Sent says it
+// has sent on every event up to seq, Close ends it. A Pacer is one; a
+// fleet's reader of a session on another runner is another.
+type Pacing interface {
+	Sent(seq uint64)
+	Close()
+}
+
 // Pace makes a reader that starts after seq `after` a pacer of session
 // id; Close ends it. For a front end whose reader is the session's host,
 // as protocol v1's is.
-func (m *Manager) Pace(id string, after uint64) (*Pacer, error) {
+func (m *Manager) Pace(id string, after uint64) (Pacing, error) {
 	s, err := m.get(id)
 	if err != nil {
 		return nil, err
@@ -44,18 +52,12 @@ func (m *Manager) Pace(id string, after uint64) (*Pacer, error) {
 
 // Sent says the reader has sent on every event up to seq.
 func (p *Pacer) Sent(seq uint64) {
-	if p == nil { // a session elsewhere in a fleet: nothing to hold back
-		return
-	}
 	p.sent.Store(seq)
 	p.s.paceSignal()
 }
 
 // Close ends the pacing: the session no longer waits for this reader.
 func (p *Pacer) Close() {
-	if p == nil {
-		return
-	}
 	p.once.Do(func() {
 		p.s.mu.Lock()
 		delete(p.s.pacers, p)
