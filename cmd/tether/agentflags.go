@@ -36,7 +36,7 @@ func defineProcessFlags(fl *pflag.FlagSet, logFormat, logLevel *string, heapFloo
 	fl.StringVar(logFormat, "log-format", "text", "log lines on stderr as `text` or json")
 	fl.StringVar(logLevel, "log-level", "info", "least severe log lines kept: debug, info, warn or error")
 	fl.Int64Var(heapFloor, "gc-heap-floor", gcfloor.Default,
-		"heap `BYTES` below which the Go collector does not run (fewer collections while events stream; 0 or GOGC set: off)")
+		"heap `BYTES` below which the Go collector does not run (fewer collections while events stream); an idle process gives back what its heap keeps beyond its live objects (0 or GOGC set: neither)")
 }
 
 // sandboxOn reads --sandbox, on or off.

@@ -16,6 +16,14 @@
 // MiB in a few milliseconds) scattered the burst's long-lived objects over a
 // heap grown tenfold, which an idle runner then kept for minutes.
 //
+// An idle process is the other end: it allocates little, so its collector
+// rarely runs, and the heap keeps what a burst left (dead objects, free
+// spans) for minutes; a runner holding a NATS node allocates a little all
+// the time and sits at its heap goal, twice its live heap. So while the
+// process allocates less than IdleRate a second and keeps more than
+// IdleSlack beyond its live heap, it collects and gives that memory back,
+// checked every IdleEvery.
+//
 // Go has a ceiling (GOMEMLIMIT) but no floor, so the floor is kept by
 // setting the GC percent after every collection from what that collection
 // found. The GC percent is process-wide: one Floor per process, started
@@ -62,6 +70,11 @@ type Floor struct {
 	lastAllocs uint64    // allocs at the last adjustment
 	lastTime   time.Time // and its time
 	check      *time.Timer
+
+	idleSamples []metrics.Sample
+	idleAllocs  uint64    // allocs at the last idle check
+	idleTime    time.Time // and its time
+	idleCheck   *time.Timer
 }
 
 // CheckEvery is how often a raised floor checks that the process still
@@ -90,6 +103,12 @@ func start(floor uint64, now func() time.Time) *Floor {
 		return f
 	}
 	f.arm()
+	f.idleSamples = newIdleSamples()
+	metrics.Read(f.idleSamples)
+	f.idleAllocs, f.idleTime = f.idleSamples[idleAllocs].Value.Uint64(), now()
+	f.mu.Lock() // the timer's first check may come before start returns
+	f.idleCheck = time.AfterFunc(IdleEvery, f.checkIdle)
+	f.mu.Unlock()
 	return f
 }
 
@@ -115,6 +134,9 @@ func (f *Floor) Stop() {
 	f.stopped = true
 	if f.check != nil {
 		f.check.Stop()
+	}
+	if f.idleCheck != nil {
+		f.idleCheck.Stop()
 	}
 	if f.set != f.base {
 		debug.SetGCPercent(f.base)
@@ -224,4 +246,77 @@ func PercentFor(live, scan, floor uint64, base int) int {
 	// live + (live+scan) * p / 100 >= floor, rounded up
 	p := ((floor-live)*100 + live + scan - 1) / (live + scan)
 	return max(base, int(min(p, MaxPercent)))
+}
+
+// IdleEvery is how often a process is checked for memory to give back.
+const IdleEvery = time.Second
+
+// IdleRate: a process that allocated less than this many bytes a second
+// since the last check is idle.
+const IdleRate = 256 << 10
+
+// IdleSlack is what an idle process keeps beyond its live heap (dead
+// objects, free spans not yet returned) before it gives it back: this
+// much, or a quarter of the live heap if that is more.
+const IdleSlack = 1 << 20
+
+// The runtime/metrics samples of the idle check, by index.
+const (
+	idleAllocs = iota
+	idleLive
+	idleObjects
+	idleFree
+)
+
+func newIdleSamples() []metrics.Sample {
+	return []metrics.Sample{
+		idleAllocs:  {Name: "/gc/heap/allocs:bytes"},
+		idleLive:    {Name: "/gc/heap/live:bytes"},
+		idleObjects: {Name: "/memory/classes/heap/objects:bytes"}, // live, and dead not yet swept
+		idleFree:    {Name: "/memory/classes/heap/free:bytes"},    // free, not yet returned
+	}
+}
+
+// checkIdle gives memory back if the process is idle, and checks again
+// IdleEvery later, until Stop.
+func (f *Floor) checkIdle() {
+	f.releaseIfIdle()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.stopped {
+		f.idleCheck.Reset(IdleEvery)
+	}
+}
+
+// releaseIfIdle collects and returns to the OS what the heap keeps beyond
+// its live objects, when the process allocated slowly since the last check
+// and keeps more than the slack; it reports whether it did.
+func (f *Floor) releaseIfIdle() bool {
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return false
+	}
+	metrics.Read(f.idleSamples)
+	now, allocs := f.now(), f.idleSamples[idleAllocs].Value.Uint64()
+	live := f.idleSamples[idleLive].Value.Uint64()
+	kept := f.idleSamples[idleObjects].Value.Uint64() + f.idleSamples[idleFree].Value.Uint64() - min(live, f.idleSamples[idleObjects].Value.Uint64())
+	release := Idle(allocs-f.idleAllocs, now.Sub(f.idleTime), live, kept)
+	f.idleAllocs, f.idleTime = allocs, now
+	f.mu.Unlock()
+	if release {
+		// Not under mu: the collection runs the floor's adjustment.
+		debug.FreeOSMemory()
+	}
+	return release
+}
+
+// Idle says whether a process that allocated allocated bytes in elapsed,
+// and keeps kept bytes beyond its live heap of live bytes, should give
+// them back.
+func Idle(allocated uint64, elapsed time.Duration, live, kept uint64) bool {
+	if elapsed <= 0 || float64(allocated) >= IdleRate*elapsed.Seconds() {
+		return false
+	}
+	return kept > max(IdleSlack, live/4)
 }

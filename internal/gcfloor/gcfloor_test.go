@@ -3,6 +3,7 @@ package gcfloor
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +53,18 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// startFloor starts a floor far above a test's heap, with GOGC=100 and
+// a clock the test moves, until the test ends.
+func startFloor(t *testing.T) (*Floor, *clock) {
+	base := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(base) })
+	runtime.GC()
+	clk := &clock{t: time.Unix(1000, 0)}
+	f := start(512<<20, clk.now)
+	t.Cleanup(f.Stop)
+	return f, clk
 }
 
 // garbage allocates n MiB that die at once.
@@ -105,12 +118,7 @@ func TestFloorFollowsAllocationRate(t *testing.T) {
 // waiting for a collection (which a raised floor puts off until the heap
 // reaches it); a process still allocating fast keeps it.
 func TestRaisedFloorLoweredWhenTheRateFalls(t *testing.T) {
-	base := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(base)
-	runtime.GC()
-	clk := &clock{t: time.Unix(1000, 0)}
-	f := start(512<<20, clk.now)
-	defer f.Stop()
+	f, clk := startFloor(t)
 	garbage(64)
 	clk.add(time.Millisecond)
 	waitPercent(t, f, clk, 0, MaxPercent)
@@ -130,10 +138,7 @@ func TestRaisedFloorLoweredWhenTheRateFalls(t *testing.T) {
 
 // TestStopRestoresRaisedPercent: Stop while the floor is raised.
 func TestStopRestoresRaisedPercent(t *testing.T) {
-	base := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(base)
-	clk := &clock{t: time.Unix(1000, 0)}
-	f := start(512<<20, clk.now)
+	f, clk := startFloor(t)
 	garbage(64)
 	clk.add(time.Millisecond)
 	waitPercent(t, f, clk, 0, MaxPercent)
@@ -181,5 +186,66 @@ func TestStartLeavesGOGCAlone(t *testing.T) {
 	f.mu.Unlock()
 	if !stopped {
 		t.Fatal("a floor started with GOGC set")
+	}
+}
+
+func TestIdle(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		allocated  uint64
+		elapsed    time.Duration
+		live, kept uint64
+		want       bool
+		why        string
+	}{
+		{0, time.Second, 10 * mib, 20 * mib, true, "idle, twice its live heap"},
+		{IdleRate / 2, time.Second, 10 * mib, 5 * mib, true, "slow, above the slack"},
+		{IdleRate, time.Second, 10 * mib, 20 * mib, false, "allocating at the idle rate"},
+		{64 * mib, time.Second, 10 * mib, 20 * mib, false, "busy"},
+		{0, time.Second, 10 * mib, IdleSlack, false, "within the slack"},
+		{0, time.Second, 100 * mib, 20 * mib, false, "within a quarter of a large live heap"},
+		{0, time.Second, 100 * mib, 30 * mib, true, "beyond a quarter of it"},
+		{0, 0, 10 * mib, 20 * mib, false, "no time to tell a rate by"},
+	} {
+		if got := Idle(tc.allocated, tc.elapsed, tc.live, tc.kept); got != tc.want {
+			t.Errorf("%s: Idle(%d, %v, %d, %d) = %v, want %v", tc.why, tc.allocated, tc.elapsed, tc.live, tc.kept, got, tc.want)
+		}
+	}
+}
+
+// heapKept is what the heap holds beyond its live objects and has not
+// returned: dead objects and free spans.
+func heapKept() uint64 {
+	s := newIdleSamples()
+	metrics.Read(s)
+	runtime.GC() // live as of now
+	metrics.Read(s)
+	return s[idleObjects].Value.Uint64() + s[idleFree].Value.Uint64() - s[idleLive].Value.Uint64()
+}
+
+// TestIdleProcessGivesMemoryBack: a process that made garbage and then
+// went quiet gives the memory back at its next check; one still
+// allocating fast keeps it, and so does one with nothing to give.
+func TestIdleProcessGivesMemoryBack(t *testing.T) {
+	f, clk := startFloor(t)
+
+	garbage(64) // in a millisecond: busy
+	clk.add(time.Millisecond)
+	if f.releaseIfIdle() {
+		t.Fatal("a process allocating 64 MiB a millisecond gave its memory back")
+	}
+	debug.SetGCPercent(-1) // keep what follows as garbage until the check
+	garbage(64)
+	clk.add(time.Hour) // then quiet
+	if !f.releaseIfIdle() {
+		t.Fatal("an idle process holding 64 MiB of garbage kept it")
+	}
+	debug.SetGCPercent(100)
+	if kept := heapKept(); kept > IdleSlack {
+		t.Fatalf("after giving memory back the heap keeps %d bytes beyond its live objects", kept)
+	}
+	clk.add(time.Hour)
+	if f.releaseIfIdle() {
+		t.Fatal("an idle process with nothing to give back collected again")
 	}
 }
