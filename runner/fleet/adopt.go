@@ -76,7 +76,6 @@ func (c *Core) adopt(ctx context.Context, s sessionRev, servers []agent.MCPServe
 		return sessions.Info{}, err
 	}
 	info.Runner = c.f.cfg.Name
-	c.own(id)
 	c.f.out.session(id)
 	c.heartbeatNow()
 	return info, nil

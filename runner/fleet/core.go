@@ -36,12 +36,8 @@ type Core struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	answers answers
-	sub     *nats.Subscription // commands for this runner
+	sub     *nats.Subscription // commands for this runner and its sessions
 	hb      *nats.Subscription // heartbeats
-
-	subsMu sync.Mutex
-	subs   map[string]*nats.Subscription // each session's commands, into cmds
-	cmds   chan *nats.Msg
 
 	holds  remoteHolds  // other runners' holds on this one's sessions
 	pacers remotePacers // and their readers' pacers
@@ -60,8 +56,7 @@ func (f *Fleet) Serve(ctx context.Context, local *sessions.Manager) (_ *Core, er
 	if f.pub == nil {
 		return nil, errors.New("fleet: the session core was not opened on the fleet's log")
 	}
-	c := &Core{f: f, local: local, agents: slices.Sorted(maps.Keys(local.Agents())), reg: newRegistry(), beat: make(chan struct{}, 1), subs: map[string]*nats.Subscription{},
-		cmds: make(chan *nats.Msg, cmdRoom)}
+	c := &Core{f: f, local: local, agents: slices.Sorted(maps.Keys(local.Agents())), reg: newRegistry(), beat: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -96,14 +91,13 @@ func (f *Fleet) Serve(ctx context.Context, local *sessions.Manager) (_ *Core, er
 	if c.sub, err = c.serveRPC(c.ctx); err != nil {
 		return nil, fmt.Errorf("fleet: taking commands: %w", err)
 	}
-	for _, run := range []func(context.Context){f.pub.run, c.writeOutbox, c.beatLoop, c.watchLost, c.dispatch} {
+	for _, run := range []func(context.Context){f.pub.run, c.writeOutbox, c.beatLoop, c.watchLost} {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); run(c.ctx) }()
 	}
 	// Sessions the runner had before it joined (its restart) reach the
 	// stream and the registry too.
 	for _, info := range local.List() {
-		c.own(info.ID)
 		f.pub.mark(info.ID, 0)
 		f.out.session(info.ID)
 	}
@@ -118,12 +112,6 @@ func (c *Core) Leave(ctx context.Context) error {
 	if c.sub != nil {
 		_ = c.sub.Unsubscribe()
 	}
-	c.subsMu.Lock()
-	for _, sub := range c.subs {
-		_ = sub.Unsubscribe()
-	}
-	clear(c.subs)
-	c.subsMu.Unlock()
 	err := errors.Join(c.f.pub.Sync(ctx), c.f.out.sync(ctx), c.leave(ctx))
 	c.stop()
 	return err
@@ -133,12 +121,9 @@ func (c *Core) stop() {
 	if c.hb != nil {
 		_ = c.hb.Unsubscribe()
 	}
-	c.subsMu.Lock()
-	for _, sub := range c.subs {
-		_ = sub.Unsubscribe()
+	if c.sub != nil {
+		_ = c.sub.Unsubscribe()
 	}
-	clear(c.subs)
-	c.subsMu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 }
@@ -164,8 +149,7 @@ func (c *Core) isLocal(id string) bool {
 // away, and the command waits for it.
 func (c *Core) remote(ctx context.Context, id string, req request) (reply, error) {
 	req.Session = id
-	_, known := c.reg.session(id)
-	r, err := c.f.call(ctx, sessionSubject(id), req, !known)
+	r, err := c.f.call(ctx, func(ctx context.Context, fresh bool) (string, error) { return c.ownerSubject(ctx, id, fresh) }, req)
 	if errors.Is(err, errNoOwner) {
 		return reply{}, fmt.Errorf("%w: %s", sessions.ErrNotFound, id)
 	}
@@ -185,7 +169,7 @@ func (c *Core) Create(ctx context.Context, req sessions.CreateRequest) (sessions
 	if runner == c.f.cfg.Name {
 		return c.createLocal(ctx, req)
 	}
-	r, err := c.f.call(ctx, rpcSubject(runner), request{Op: "create", Create: fromCore(req)}, false)
+	r, err := c.f.call(ctx, to(rpcSubject(runner)), request{Op: "create", Create: fromCore(req)})
 	if err != nil {
 		return sessions.Info{}, err
 	}
@@ -205,7 +189,6 @@ func (c *Core) createLocal(ctx context.Context, req sessions.CreateRequest) (ses
 		return info, err
 	}
 	info.Runner = c.f.cfg.Name
-	c.own(info.ID)
 	c.f.out.session(info.ID)
 	c.heartbeatNow()
 	return info, nil
@@ -359,7 +342,7 @@ func (c *Core) Get(id string) (sessions.Info, error) {
 func (c *Core) ask(id string) (sessions.Info, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, attemptTimeout)
 	defer cancel()
-	r, err := c.f.call(ctx, sessionSubject(id), request{Op: "get", Session: id}, true)
+	r, err := c.remote(ctx, id, request{Op: "get"})
 	switch {
 	case errors.Is(err, errNoOwner), errors.Is(err, sessions.ErrRunnerGone):
 		return sessions.Info{}, fmt.Errorf("%w: %s", sessions.ErrNotFound, id)
@@ -576,8 +559,18 @@ func (c *Core) Drain(ctx context.Context, runner string, drain bool) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", sessions.ErrNoRunner, runner)
 	}
-	_, err := c.f.call(ctx, rpcSubject(runner), request{Op: "drain", Drain: drain}, false)
+	_, err := c.f.call(ctx, to(rpcSubject(runner)), request{Op: "drain", Drain: drain})
 	return err
+}
+
+// learn puts an entry read from the bucket into the view, unless the
+// watch has brought a newer one meanwhile.
+func (r *registry) learn(s sessionRev) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now, ok := r.sessions[s.ID]; !ok || now.rev < s.rev {
+		r.sessions[s.ID] = s
+	}
 }
 
 // remember puts a session another runner just created into the view, so

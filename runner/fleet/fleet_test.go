@@ -728,3 +728,47 @@ func TestPacerForAReaderElsewhereExpires(t *testing.T) {
 		t.Fatal("a pacer not heard from in its lease is still held")
 	}
 }
+
+// A command goes to the runner the registry names. A runner whose view
+// lags (it names a runner that does not have the session) is told so by
+// that runner, reads the registry again, and gets its answer from the
+// session's runner; a session the registry does not know is not found.
+func TestCommandsFollowTheRegistry(t *testing.T) {
+	fleets := openCluster(t, 3)
+	other, owner, asker := serve(t, fleets[0]), serve(t, fleets[1]), serve(t, fleets[2])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := owner.createLocal(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for { // until the asker's view has the entry, which the stale one replaces
+		if s, ok := asker.reg.session(info.ID); ok && s.Runner == "r1" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the asker's view never listed the session")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for _, wrong := range []string{other.f.cfg.Name, "r9"} { // a runner without it, and none
+		stale, _ := asker.reg.session(info.ID)
+		stale.Runner, stale.rev = wrong, stale.rev-1 // as a view that lags behind the bucket
+		asker.reg.mu.Lock()
+		asker.reg.sessions[info.ID] = stale
+		asker.reg.mu.Unlock()
+		if _, err := asker.Messages(ctx, info.ID); err != nil {
+			t.Fatalf("a command sent by a view that names %s: %v", wrong, err)
+		}
+		if s, _ := asker.reg.session(info.ID); s.Runner != "r1" {
+			t.Fatalf("after the command the asker's view names %q, want r1", s.Runner)
+		}
+	}
+	if _, err := asker.Messages(ctx, "ses_nobody"); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("a command for a session nobody has: %v, want ErrNotFound", err)
+	}
+}

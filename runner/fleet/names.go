@@ -36,12 +36,11 @@ func token(s string) string {
 func eventSubject(session string) string { return "tether.events." + token(session) }
 func liveSubject(session string) string  { return "tether.live." + token(session) }
 
-// rpcSubject is where runner name takes commands for itself (create,
-// drain); sessionSubject where the runner that owns a session takes the
-// session's: a command needs no lookup of the owner, and one for a
-// session nobody owns finds no responder at once.
-func rpcSubject(runner string) string      { return "tether.rpc." + token(runner) }
-func sessionSubject(session string) string { return "tether.session." + token(session) }
+// rpcSubject is where runner name takes commands, for itself (create,
+// drain) and for the sessions it owns, which the registry names: one
+// subscription a runner, not one a session, which cost each node of the
+// cluster memory for every session.
+func rpcSubject(runner string) string { return "tether.rpc." + token(runner) }
 
 // approvalKey names one approval in its bucket.
 func approvalKey(session, id string) string { return token(session) + "." + token(id) }

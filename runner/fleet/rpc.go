@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/tetherhq/tether/agent"
@@ -27,8 +28,8 @@ const (
 	// repliesKept is how long an owner keeps an answer for a retry.
 	repliesKept = 2 * time.Minute
 	// interestWait is how long a command finds no runner before its
-	// session is taken for unknown: a new subscription reaches the other
-	// nodes of a cluster a moment after it is made.
+	// session is taken for unknown: a new session's registry entry is
+	// written a moment after it is made.
 	interestWait = 500 * time.Millisecond
 )
 
@@ -107,7 +108,7 @@ var sentinels = []struct {
 	{"bad_answer", agent.ErrBadAnswer}, {"history_elsewhere", agent.ErrHistoryElsewhere},
 	{"runner_gone", sessions.ErrRunnerGone}, {"draining", sessions.ErrDraining},
 	{"invalid_settings", agent.ErrInvalidSettings}, {"invalid_image", agent.ErrInvalidImage},
-	{"invalid_mcp_server", agent.ErrInvalidMCPServer},
+	{"invalid_mcp_server", agent.ErrInvalidMCPServer}, {codeNotOwner, errNotOwner},
 }
 
 func toWire(err error) *wireError {
@@ -153,11 +154,14 @@ func (w *wireError) err() error {
 	return &remoteError{msg: w.Message}
 }
 
-// call sends req to a runner's subject (rpcSubject, sessionSubject) and
-// decodes its reply, trying again (the same request) while nobody
-// answers, until its time is up; with once, no responder is an answer
-// (ErrNoOwner).
-func (f *Fleet) call(ctx context.Context, subject string, req request, once bool) (reply, error) {
+// call sends req to the subject `to` names (a runner's, rpcSubject) and
+// decodes its reply, trying again (the same request) while nobody answers
+// or the runner is not the session's, until its time is up. `to` is asked
+// again before each try, afresh after a runner said the session is not
+// its own; while it knows no runner for the session, call waits
+// interestWait for one (a session just created elsewhere) and then
+// returns errNoOwner.
+func (f *Fleet) call(ctx context.Context, to func(ctx context.Context, fresh bool) (string, error), req request) (reply, error) {
 	timeout := rpcTimeout
 	if req.Op == "create" {
 		timeout = createTimeout
@@ -169,39 +173,63 @@ func (f *Fleet) call(ctx context.Context, subject string, req request, once bool
 	if err != nil {
 		return reply{}, fmt.Errorf("fleet: %s: %w", req.Op, err)
 	}
-	var noOwnerSince time.Time
+	var unknownSince time.Time
+	fresh := false
 	for {
-		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
-		m, err := f.nc.RequestWithContext(actx, subject, data)
-		acancel()
-		if once && errors.Is(err, nats.ErrNoResponders) {
-			// A session just created elsewhere: its runner's interest may
-			// not have reached this runner's node yet (milliseconds).
-			if noOwnerSince.IsZero() {
-				noOwnerSince = time.Now()
+		subject, err := to(ctx, fresh)
+		fresh = false
+		if err == nil {
+			var r reply
+			if r, err = f.request(ctx, subject, req.Op, data); err == nil {
+				if r.Error == nil || r.Error.Code != codeNotOwner {
+					return r, r.Error.err()
+				}
+				err = r.Error.err()
 			}
-			if time.Since(noOwnerSince) > interestWait {
+			// Not there, or nobody there: it may have moved since this
+			// runner's view of the registry, which the next try reads.
+			fresh = errors.Is(err, errNotOwner) || errors.Is(err, nats.ErrNoResponders)
+		}
+		if errors.Is(err, errUnknownSession) {
+			if unknownSince.IsZero() {
+				unknownSince = time.Now()
+			}
+			if time.Since(unknownSince) > interestWait {
 				return reply{}, errNoOwner
 			}
 		}
-		if err == nil {
-			var r reply
-			if err := json.Unmarshal(m.Data, &r); err != nil {
-				return reply{}, fmt.Errorf("fleet: %s on %s: a reply that does not decode: %w", req.Op, subject, err)
-			}
-			return r, r.Error.err()
-		}
-		retry := errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
+		retry := errors.Is(err, errUnknownSession) || errors.Is(err, errNotOwner) || errors.Is(err, errRouting) ||
+			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
 			errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrConnectionReconnecting)
 		if !retry && ctx.Err() == nil {
-			return reply{}, fmt.Errorf("fleet: %s on %s: %w", req.Op, subject, err)
+			return reply{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return reply{}, fmt.Errorf("%w: %s on %s: %w", sessions.ErrRunnerGone, req.Op, subject, err)
+			return reply{}, fmt.Errorf("%w: %s: %w", sessions.ErrRunnerGone, req.Op, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// request is one try of a call: its reply, decoded.
+func (f *Fleet) request(ctx context.Context, subject, op string, data []byte) (reply, error) {
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	m, err := f.nc.RequestWithContext(actx, subject, data)
+	if err != nil {
+		return reply{}, fmt.Errorf("fleet: %s on %s: %w", op, subject, err)
+	}
+	var r reply
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return reply{}, fmt.Errorf("fleet: %s on %s: a reply that does not decode: %w", op, subject, err)
+	}
+	return r, nil
+}
+
+// to is a call's fixed subject.
+func to(subject string) func(context.Context, bool) (string, error) {
+	return func(context.Context, bool) (string, error) { return subject, nil }
 }
 
 // answers runs each command once, however often it is asked, and keeps
@@ -245,40 +273,47 @@ func (a *answers) finish(ans *answer, reply []byte, now time.Time) {
 	close(ans.done)
 }
 
-// errNoOwner: no runner serves the session's subject.
+// errNoOwner: no runner owns the session, as far as the registry knows.
 var errNoOwner = errors.New("fleet: no runner owns the session")
 
-// serveRPC answers the commands other runners send this one, each on a
-// goroutine of its own (a create waits for its agent), until ctx ends.
+// errUnknownSession: the registry has no entry for a session (yet);
+// errNotOwner: the runner a command went to does not own its session
+// (any more); errRouting: the registry could not be read. A call tries
+// again on each.
+var (
+	errUnknownSession = errors.New("fleet: the registry has no entry for the session")
+	errNotOwner       = errors.New("fleet: the runner does not own the session")
+	errRouting        = errors.New("fleet: the session's runner cannot be looked up")
+)
+
+// codeNotOwner is errNotOwner on the wire.
+const codeNotOwner = "not_owner"
+
+// ownerSubject is the subject of the runner that owns session id, as this
+// runner's view of the registry says, or, when the view has no word of it
+// or fresh asks, as the registry's bucket does.
+func (c *Core) ownerSubject(ctx context.Context, id string, fresh bool) (string, error) {
+	if s, ok := c.reg.session(id); ok && s.Runner != "" && !fresh {
+		return rpcSubject(s.Runner), nil
+	}
+	s, err := c.entryOf(ctx, id)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		return "", fmt.Errorf("%w: %s", errUnknownSession, id)
+	case err != nil:
+		return "", fmt.Errorf("%w: %w", errRouting, err)
+	case s.Runner == "":
+		return "", fmt.Errorf("%w: %s has no runner", errUnknownSession, id)
+	}
+	c.reg.learn(s)
+	return rpcSubject(s.Runner), nil
+}
+
+// serveRPC answers the commands other runners send this one, for itself
+// and for its sessions, each on a goroutine of its own (a create waits for
+// its agent), until ctx ends.
 func (c *Core) serveRPC(ctx context.Context) (*nats.Subscription, error) {
 	return c.f.nc.Subscribe(rpcSubject(c.f.cfg.Name), c.command(ctx))
-}
-
-// own makes this runner answer the commands of session id.
-func (c *Core) own(id string) {
-	c.subsMu.Lock()
-	defer c.subsMu.Unlock()
-	if _, ok := c.subs[id]; ok || c.ctx.Err() != nil {
-		return
-	}
-	// Into the one channel the dispatcher reads: a subscription with a
-	// callback of its own would hold a goroutine for the session's life.
-	sub, err := c.f.nc.ChanSubscribe(sessionSubject(id), c.cmds)
-	if err != nil {
-		c.f.log.Warn("fleet: the session's commands cannot reach this runner", "session", id, "err", err)
-		return
-	}
-	c.subs[id] = sub
-}
-
-// disown stops taking session id's commands: another runner took it over.
-func (c *Core) disown(id string) {
-	c.subsMu.Lock()
-	defer c.subsMu.Unlock()
-	if sub, ok := c.subs[id]; ok {
-		_ = sub.Unsubscribe()
-		delete(c.subs, id)
-	}
 }
 
 // ceded says whether another runner took session id over from this one
@@ -300,24 +335,6 @@ func (c *Core) cededInfo(info sessions.Info) bool {
 	return ok && s.Runner != "" && s.Runner != c.f.cfg.Name && s.Cause == ""
 }
 
-// cmdRoom is how many commands for the runner's sessions may wait for the
-// dispatcher; past it NATS drops them, and their callers send them again.
-const cmdRoom = 1024
-
-// dispatch hands the commands of the runner's sessions to command, until
-// ctx ends.
-func (c *Core) dispatch(ctx context.Context) {
-	handle := c.command(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m := <-c.cmds:
-			handle(m)
-		}
-	}
-}
-
 // command handles the messages of a command subject.
 func (c *Core) command(ctx context.Context) nats.MsgHandler {
 	return func(m *nats.Msg) {
@@ -331,8 +348,12 @@ func (c *Core) command(ctx context.Context) nats.MsgHandler {
 				_ = m.Respond(data)
 				return
 			}
-			if req.Session != "" && c.ceded(req.Session) {
-				c.disown(req.Session) // its new runner answers
+			if req.Session != "" && !c.isLocal(req.Session) {
+				// Taken over by another runner, or never here: the caller
+				// reads the registry again.
+				data, _ := json.Marshal(reply{Error: &wireError{Code: codeNotOwner,
+					Message: fmt.Sprintf("%v: %s on %s", errNotOwner, req.Session, c.f.cfg.Name)}})
+				_ = m.Respond(data)
 				return
 			}
 			if req.Op == "pace" || req.Op == "unpace" {
