@@ -257,7 +257,9 @@ const IdleRate = 256 << 10
 
 // IdleSlack is what an idle process keeps beyond its live heap (dead
 // objects, free spans not yet returned) before it gives it back: this
-// much, or a quarter of the live heap if that is more.
+// much, or a sixteenth of the live heap if that is more. The collections
+// it costs then come no closer than IdleSlack/IdleRate (4 s) apart, and
+// the larger the heap, the further apart.
 const IdleSlack = 1 << 20
 
 // The runtime/metrics samples of the idle check, by index.
@@ -318,5 +320,5 @@ func Idle(allocated uint64, elapsed time.Duration, live, kept uint64) bool {
 	if elapsed <= 0 || float64(allocated) >= IdleRate*elapsed.Seconds() {
 		return false
 	}
-	return kept > max(IdleSlack, live/4)
+	return kept > max(IdleSlack, live/16)
 }

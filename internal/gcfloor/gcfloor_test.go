@@ -203,8 +203,8 @@ func TestIdle(t *testing.T) {
 		{IdleRate, time.Second, 10 * mib, 20 * mib, false, "allocating at the idle rate"},
 		{64 * mib, time.Second, 10 * mib, 20 * mib, false, "busy"},
 		{0, time.Second, 10 * mib, IdleSlack, false, "within the slack"},
-		{0, time.Second, 100 * mib, 20 * mib, false, "within a quarter of a large live heap"},
-		{0, time.Second, 100 * mib, 30 * mib, true, "beyond a quarter of it"},
+		{0, time.Second, 160 * mib, 10 * mib, false, "within a sixteenth of a large live heap"},
+		{0, time.Second, 160 * mib, 11 * mib, true, "beyond a sixteenth of it"},
 		{0, 0, 10 * mib, 20 * mib, false, "no time to tell a rate by"},
 	} {
 		if got := Idle(tc.allocated, tc.elapsed, tc.live, tc.kept); got != tc.want {
