@@ -213,14 +213,15 @@ func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, err
 		return st, nil
 	}
 	p.mu.Unlock()
-	seq, streamSeq, runner, err := p.f.lastEvent(ctx, session)
+	seq, last, err := p.f.lastMessage(ctx, session)
 	if err != nil {
 		return nil, err
 	}
+	streamSeq, runner := last.pos, last.header.Get(runnerHeader)
 	another := runner != "" && runner != p.f.cfg.Name
 	tookOver := false
 	if another {
-		if tookOver, err = p.holdsLast(ctx, session, seq); err != nil {
+		if tookOver, err = p.holdsLast(ctx, session, last); err != nil {
 			return nil, err
 		}
 	}
@@ -238,23 +239,20 @@ func (p *publisher) stateOf(ctx context.Context, session string) (*pubState, err
 	return st, nil
 }
 
-// holdsLast says whether this runner's log holds the stream's last event
-// of session, another runner's, as its own event seq: the runner took the
-// session over, copying its history from the stream, and may have
-// restarted since. Its log then goes on from the stream's end, and it
-// writes the session's next events. A runner the fleet took for lost
-// holds its own events at that seq, or none.
-func (p *publisher) holdsLast(ctx context.Context, session string, seq uint64) (bool, error) {
-	m, err := p.f.lastStored(ctx, eventSubject(session))
-	if err != nil {
+// holdsLast says whether this runner's log holds the last event of the
+// stream's message last of session, another runner's, as its own: the
+// runner took the session over, copying its history from the stream, and
+// may have restarted since. Its log then goes on from the stream's end,
+// and it writes the session's next events. A runner the fleet took for
+// lost holds its own events at that seq, or none.
+func (p *publisher) holdsLast(ctx context.Context, session string, last storedMsg) (bool, error) {
+	stored, err := splitBatch(last.header, last.data)
+	if err != nil || len(stored) == 0 {
 		return false, err
 	}
-	stored, err := splitBatch(m.header, m.data)
-	if err != nil || len(stored) == 0 || stored[len(stored)-1].seq != seq {
-		return false, err
-	}
-	for ev, err := range p.local.Read(ctx, session, seq-1) {
-		return err == nil && ev.Seq == seq && sameEvent(ev.Payload, stored[len(stored)-1].payload), nil
+	theirs := stored[len(stored)-1]
+	for ev, err := range p.local.Read(ctx, session, theirs.seq-1) {
+		return err == nil && ev.Seq == theirs.seq && sameEvent(ev.Payload, theirs.payload), nil
 	}
 	return false, nil
 }
@@ -482,17 +480,24 @@ func (p *publisher) forget(session string) {
 // its seq, its position in the stream and the runner that wrote it (zeros
 // when the stream holds none).
 func (f *Fleet) lastEvent(ctx context.Context, session string) (seq, streamSeq uint64, runner string, err error) {
+	seq, m, err := f.lastMessage(ctx, session)
+	return seq, m.pos, m.header.Get(runnerHeader), err
+}
+
+// lastMessage is lastEvent's seq with the message that holds it (zero
+// when the stream holds none).
+func (f *Fleet) lastMessage(ctx context.Context, session string) (seq uint64, m storedMsg, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m, err := f.lastStored(ctx, eventSubject(session))
+	m, err = f.lastStored(ctx, eventSubject(session))
 	if errors.Is(err, errNoMessage) {
-		return 0, 0, "", nil
+		return 0, storedMsg{}, nil
 	}
 	if err != nil {
-		return 0, 0, "", err
+		return 0, storedMsg{}, err
 	}
 	if seq, err = seqOf(m.header); err != nil {
-		return 0, 0, "", fmt.Errorf("fleet: event %d of the stream has no %s: %w", m.pos, seqHeader, err)
+		return 0, storedMsg{}, fmt.Errorf("fleet: event %d of the stream has no %s: %w", m.pos, seqHeader, err)
 	}
-	return seq, m.pos, m.header.Get(runnerHeader), nil
+	return seq, m, nil
 }
