@@ -301,8 +301,8 @@ func (f *Floor) releaseIfIdle() bool {
 	}
 	metrics.Read(f.idleSamples)
 	now, allocs := f.now(), f.idleSamples[idleAllocs].Value.Uint64()
-	live := f.idleSamples[idleLive].Value.Uint64()
-	kept := f.idleSamples[idleObjects].Value.Uint64() + f.idleSamples[idleFree].Value.Uint64() - min(live, f.idleSamples[idleObjects].Value.Uint64())
+	live, objects := f.idleSamples[idleLive].Value.Uint64(), f.idleSamples[idleObjects].Value.Uint64()
+	kept := objects - min(live, objects) + f.idleSamples[idleFree].Value.Uint64() // dead objects and free spans
 	release := Idle(allocs-f.idleAllocs, now.Sub(f.idleTime), live, kept)
 	f.idleAllocs, f.idleTime = allocs, now
 	f.mu.Unlock()
