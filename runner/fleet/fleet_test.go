@@ -729,6 +729,45 @@ func TestPacerForAReaderElsewhereExpires(t *testing.T) {
 	}
 }
 
+// A reader's word that reaches this runner after the reader let go of its
+// pacer (sent before, or retried after a timeout) does not open the pacer
+// again; the id is forgotten once no such word can still come.
+func TestLateWordDoesNotReopenAPacer(t *testing.T) {
+	_, c := serveLone(t, "r0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() (pacers, closed int) {
+		c.pacers.mu.Lock()
+		defer c.pacers.mu.Unlock()
+		return len(c.pacers.byID), len(c.pacers.closed)
+	}
+	word := request{Session: info.ID, Pace: "p1", From: "r1", LastSeq: 1}
+	opened := time.Now()
+	if err := c.paceFor(word, opened); err != nil {
+		t.Fatal(err)
+	}
+	c.unpaceFor(word.Pace, opened.Add(time.Second))
+	word.LastSeq = 3
+	if err := c.paceFor(word, opened.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if pacers, _ := held(); pacers != 0 {
+		t.Fatalf("%d pacers after a late word, want 0: the reader let go", pacers)
+	}
+	c.expirePacers(opened.Add(paceLease / 2))
+	if _, closed := held(); closed != 1 {
+		t.Fatalf("%d ids let go remembered within the lease, want 1", closed)
+	}
+	c.expirePacers(opened.Add(paceLease + 2*time.Second))
+	if _, closed := held(); closed != 0 {
+		t.Fatalf("%d ids let go remembered past the lease, want 0", closed)
+	}
+}
+
 // A command goes to the runner the registry names. A runner whose view
 // lags (it names a runner that does not have the session) is told so by
 // that runner, reads the registry again, and gets its answer from the
@@ -770,5 +809,85 @@ func TestCommandsFollowTheRegistry(t *testing.T) {
 	}
 	if _, err := asker.Messages(ctx, "ses_nobody"); !errors.Is(err, sessions.ErrNotFound) {
 		t.Fatalf("a command for a session nobody has: %v, want ErrNotFound", err)
+	}
+}
+
+// A hold request that lands after its holder let go (the answer was lost,
+// so the holder released what it could not know it had) takes no hold;
+// the id is forgotten once no request can still be on its way.
+func TestLateHoldTakesNothing(t *testing.T) {
+	_, c := serveLone(t, "r0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() (holds, released int) {
+		c.holds.mu.Lock()
+		defer c.holds.mu.Unlock()
+		return len(c.holds.byID), len(c.holds.released)
+	}
+	req := request{Session: info.ID, Hold: "h1", From: "r1", Grace: time.Minute}
+	if err := c.holdFor(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	let := time.Now()
+	c.releaseFor(req.Hold, let)
+	if err := c.holdFor(ctx, req); err != nil { // the same request, late
+		t.Fatal(err)
+	}
+	if holds, released := held(); holds != 0 || released != 1 {
+		t.Fatalf("after a late hold: %d holds and %d released, want 0 and 1", holds, released)
+	}
+	c.forgetReleased(let.Add(forgetReleasedAfter / 2))
+	if _, released := held(); released != 1 {
+		t.Fatal("a hold let go was forgotten while a late request could still come")
+	}
+	c.forgetReleased(let.Add(forgetReleasedAfter + time.Second))
+	if _, released := held(); released != 0 {
+		t.Fatal("a hold let go is remembered for ever")
+	}
+}
+
+// A host's hold on a session elsewhere that gets no answer is let go at
+// once on the session's runner (it may have been taken); one the
+// session's runner refused is not.
+func TestUnansweredHoldIsLetGo(t *testing.T) {
+	fleets := openCluster(t, 2)
+	owner, asker := serve(t, fleets[0]), serve(t, fleets[1])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := owner.createLocal(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := func() int {
+		owner.holds.mu.Lock()
+		defer owner.holds.mu.Unlock()
+		return len(owner.holds.released)
+	}
+	if _, err := asker.Hold(ctx, info.ID, 0); !errors.Is(err, sessions.ErrInvalidRequest) {
+		t.Fatalf("a hold without a grace: %v, want ErrInvalidRequest", err)
+	}
+	expired, cancelExpired := context.WithDeadline(ctx, time.Now())
+	defer cancelExpired()
+	if _, err := asker.Hold(expired, info.ID, time.Minute); err == nil {
+		t.Fatal("a hold with no time to wait for its answer succeeded")
+	}
+	for released() != 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the session's runner remembers %d holds let go, want 1: the unanswered one", released())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	release, err := asker.Hold(ctx, info.ID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if n := released(); n != 2 {
+		t.Fatalf("%d holds let go after a host let go of its own, want 2", n)
 	}
 }

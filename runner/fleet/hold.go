@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -15,9 +17,15 @@ import (
 // for hosts attached through them (protocol v1's): each is the local
 // hold's release, with the runner it is for, so that the holds of a
 // runner that is lost are let go and their sessions' grace runs.
+//
+// It also keeps, for forgetReleasedAfter, the ids of holds let go: a hold
+// request that lands after its release (its answer was lost, and the
+// holder let go of what it could not know it had) must not take a hold
+// nobody will let go of.
 type remoteHolds struct {
-	mu   sync.Mutex
-	byID map[string]remoteHold
+	mu       sync.Mutex
+	byID     map[string]remoteHold
+	released map[string]time.Time // when it was let go
 }
 
 type remoteHold struct {
@@ -29,6 +37,10 @@ type remoteHold struct {
 // releaseTimeout bounds telling a session's runner that a hold is let go.
 const releaseTimeout = 10 * time.Second
 
+// forgetReleasedAfter is how long a runner remembers a hold let go: far
+// longer than a hold request can be on its way.
+const forgetReleasedAfter = time.Minute
+
 // Hold keeps a session alive for a host attached through this runner,
 // wherever the session lives: its runner keeps the hold, and is told when
 // it is let go.
@@ -37,19 +49,30 @@ func (c *Core) Hold(ctx context.Context, id string, grace time.Duration) (func()
 		return c.local.Hold(ctx, id, grace)
 	}
 	hold := nuid.Next()
+	var once sync.Once
+	release := func() { once.Do(func() { c.release(id, hold) }) }
 	if _, err := c.remote(ctx, id, request{Op: "hold", Hold: hold, From: c.f.cfg.Name, Grace: grace}); err != nil {
+		var refused *remoteError
+		if !errors.As(err, &refused) || errors.Is(err, sessions.ErrRunnerGone) {
+			// No answer (or not the last try's), yet the hold may have
+			// been taken, its answer lost: let go of it, lest it last as
+			// long as this runner.
+			c.wg.Add(1)
+			go func() { defer c.wg.Done(); release() }()
+		}
 		return nil, err
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
-			defer cancel()
-			if _, err := c.remote(ctx, id, request{Op: "release", Hold: hold}); err != nil && ctx.Err() == nil {
-				c.f.log.Warn("fleet: a session's runner not told that a host let it go", "session", id, "err", err)
-			}
-		})
-	}, nil
+	return release, nil
+}
+
+// release tells the runner of session id that hold is let go.
+func (c *Core) release(id, hold string) {
+	ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
+	defer cancel()
+	_, err := c.remote(ctx, id, request{Op: "release", Hold: hold})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, sessions.ErrNotFound) { // a session gone holds nothing
+		c.f.log.Warn("fleet: a session's runner not told that a host let it go", "session", id, "err", err)
+	}
 }
 
 // holdFor takes a hold on a local session for a host on another runner.
@@ -57,12 +80,19 @@ func (c *Core) holdFor(ctx context.Context, req request) error {
 	if req.Hold == "" || req.From == "" || req.Grace <= 0 {
 		return fmt.Errorf("%w: a hold without its id, runner or grace", sessions.ErrInvalidRequest)
 	}
+	if c.wasReleased(req.Hold) {
+		return nil // a late request: its holder let go already
+	}
 	release, err := c.local.Hold(ctx, req.Session, req.Grace)
 	if err != nil {
 		return err
 	}
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
+	if _, ok := c.holds.released[req.Hold]; ok { // let go meanwhile
+		release()
+		return nil
+	}
 	if c.holds.byID == nil {
 		c.holds.byID = map[string]remoteHold{}
 	}
@@ -70,15 +100,36 @@ func (c *Core) holdFor(ctx context.Context, req request) error {
 	return nil
 }
 
-// releaseFor lets go of a hold another runner took.
-func (c *Core) releaseFor(hold string) {
+func (c *Core) wasReleased(hold string) bool {
+	c.holds.mu.Lock()
+	defer c.holds.mu.Unlock()
+	_, ok := c.holds.released[hold]
+	return ok
+}
+
+// releaseFor lets go of a hold another runner took, and remembers its id.
+func (c *Core) releaseFor(hold string, now time.Time) {
 	c.holds.mu.Lock()
 	h, ok := c.holds.byID[hold]
 	delete(c.holds.byID, hold)
+	if hold != "" {
+		if c.holds.released == nil {
+			c.holds.released = map[string]time.Time{}
+		}
+		c.holds.released[hold] = now
+	}
 	c.holds.mu.Unlock()
 	if ok {
 		h.release()
 	}
+}
+
+// forgetReleased forgets the holds let go more than forgetReleasedAfter
+// before now.
+func (c *Core) forgetReleased(now time.Time) {
+	c.holds.mu.Lock()
+	maps.DeleteFunc(c.holds.released, func(_ string, at time.Time) bool { return now.Sub(at) > forgetReleasedAfter })
+	c.holds.mu.Unlock()
 }
 
 // releaseGone lets go of the holds of runners that are lost or have left:

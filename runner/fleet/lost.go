@@ -44,6 +44,7 @@ func (c *Core) watchLost(ctx context.Context) {
 		case <-t.C:
 		}
 		c.releaseGone()
+		c.forgetReleased(time.Now())
 		c.expirePacers(time.Now())
 		failing = c.endOrphans(ctx, c.orphans(), failing)
 		next := c.f.cfg.Heartbeat

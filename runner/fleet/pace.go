@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,10 +114,13 @@ func (p *remotePacer) untell() {
 }
 
 // remotePacers are the pacers this runner keeps for readers on other
-// runners, by id.
+// runners, by id, and the ids their readers let go of in the last
+// paceLease: a word that comes after the reader's last (sent before it,
+// retried, or slow on the way) must not open the pacer again.
 type remotePacers struct {
-	mu   sync.Mutex
-	byID map[string]*heldPacer
+	mu     sync.Mutex
+	byID   map[string]*heldPacer
+	closed map[string]time.Time // when its reader let go
 }
 
 type heldPacer struct {
@@ -133,6 +137,9 @@ func (c *Core) paceFor(req request, now time.Time) error {
 	}
 	c.pacers.mu.Lock()
 	defer c.pacers.mu.Unlock()
+	if _, ok := c.pacers.closed[req.Pace]; ok {
+		return nil // its reader let go already
+	}
 	if h, ok := c.pacers.byID[req.Pace]; ok {
 		h.pacer.Sent(req.LastSeq)
 		h.heard = now
@@ -149,11 +156,18 @@ func (c *Core) paceFor(req request, now time.Time) error {
 	return nil
 }
 
-// unpaceFor closes a pacer a reader on another runner let go.
-func (c *Core) unpaceFor(pace string) {
+// unpaceFor closes a pacer a reader on another runner let go, and keeps
+// its id for paceLease so that no late word opens it again.
+func (c *Core) unpaceFor(pace string, now time.Time) {
 	c.pacers.mu.Lock()
 	h, ok := c.pacers.byID[pace]
 	delete(c.pacers.byID, pace)
+	if pace != "" {
+		if c.pacers.closed == nil {
+			c.pacers.closed = map[string]time.Time{}
+		}
+		c.pacers.closed[pace] = now
+	}
 	c.pacers.mu.Unlock()
 	if ok {
 		h.pacer.Close()
@@ -161,9 +175,11 @@ func (c *Core) unpaceFor(pace string) {
 }
 
 // expirePacers closes the pacers not heard from in paceLease, and those
-// of runners that are gone (see releaseGone).
+// of runners that are gone (see releaseGone); it forgets the ids let go
+// of more than paceLease ago.
 func (c *Core) expirePacers(now time.Time) {
 	c.pacers.mu.Lock()
+	maps.DeleteFunc(c.pacers.closed, func(_ string, at time.Time) bool { return now.Sub(at) > paceLease })
 	var gone []sessions.Pacing
 	for id, h := range c.pacers.byID {
 		if now.Sub(h.heard) > paceLease || c.runnerGone(h.runner, h.heard) {

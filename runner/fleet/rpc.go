@@ -433,11 +433,11 @@ func (c *Core) handle(ctx context.Context, req request) (r reply) {
 	case "hold":
 		err = c.holdFor(ctx, req)
 	case "release":
-		c.releaseFor(req.Hold)
+		c.releaseFor(req.Hold, time.Now())
 	case "pace":
 		err = c.paceFor(req, time.Now())
 	case "unpace":
-		c.unpaceFor(req.Pace)
+		c.unpaceFor(req.Pace, time.Now())
 	case "control":
 		r.Raw, err = m.Control(ctx, req.Session, req.Subtype, req.Params)
 	case "resolve":
