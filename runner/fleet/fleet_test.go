@@ -49,7 +49,7 @@ func openLone(t *testing.T, name string) *Fleet {
 	return f
 }
 
-func openLog(t *testing.T) *eventlog.Bolt {
+func openLog(t testing.TB) *eventlog.Bolt {
 	t.Helper()
 	l, err := eventlog.Open(filepath.Join(t.TempDir(), "events.db"), eventlog.Options{})
 	if err != nil {
@@ -60,7 +60,7 @@ func openLog(t *testing.T) *eventlog.Bolt {
 }
 
 // publishing runs f's publisher until the test ends.
-func publishing(t *testing.T, f *Fleet) {
+func publishing(t testing.TB, f *Fleet) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -429,7 +429,7 @@ func containsText(err error, s string) bool { return err != nil && strings.Conta
 
 // openCluster joins n runners to one fleet whose n nodes run in the
 // test's process, its stream and buckets replicated on all of them.
-func openCluster(t *testing.T, n int) []*Fleet {
+func openCluster(t testing.TB, n int) []*Fleet {
 	t.Helper()
 	confs, _, err := natstest.Cluster(t.TempDir(), n)
 	if err != nil {
