@@ -688,10 +688,9 @@ func bytesPerCall(f func()) uint64 {
 	return least
 }
 
-// A pacer this runner keeps for a reader on another runner moves with
-// that reader's word, and goes once the reader has said nothing for
-// paceLease: a reader that went away without a word holds nothing back.
-func TestPacerForAReaderElsewhereExpires(t *testing.T) {
+// serveOneSession is a lone fleet's runner with one mock session.
+func serveOneSession(t *testing.T) (*Core, sessions.Info) {
+	t.Helper()
 	_, c := serveLone(t, "r0")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -699,6 +698,14 @@ func TestPacerForAReaderElsewhereExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, info
+}
+
+// A pacer this runner keeps for a reader on another runner moves with
+// that reader's word, and goes once the reader has said nothing for
+// paceLease: a reader that went away without a word holds nothing back.
+func TestPacerForAReaderElsewhereExpires(t *testing.T) {
+	c, info := serveOneSession(t)
 	if err := c.paceFor(request{Session: info.ID, From: "r1"}, time.Now()); !errors.Is(err, sessions.ErrInvalidRequest) {
 		t.Fatalf("a pacer without its id: %v, want ErrInvalidRequest", err)
 	}
@@ -733,13 +740,7 @@ func TestPacerForAReaderElsewhereExpires(t *testing.T) {
 // pacer (sent before, or retried after a timeout) does not open the pacer
 // again; the id is forgotten once no such word can still come.
 func TestLateWordDoesNotReopenAPacer(t *testing.T) {
-	_, c := serveLone(t, "r0")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	info, err := c.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, info := serveOneSession(t)
 	held := func() (pacers, closed int) {
 		c.pacers.mu.Lock()
 		defer c.pacers.mu.Unlock()
@@ -816,13 +817,9 @@ func TestCommandsFollowTheRegistry(t *testing.T) {
 // so the holder released what it could not know it had) takes no hold;
 // the id is forgotten once no request can still be on its way.
 func TestLateHoldTakesNothing(t *testing.T) {
-	_, c := serveLone(t, "r0")
+	c, info := serveOneSession(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	info, err := c.Create(ctx, sessions.CreateRequest{Agent: "mock", WorkspaceID: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	held := func() (holds, released int) {
 		c.holds.mu.Lock()
 		defer c.holds.mu.Unlock()

@@ -54,9 +54,10 @@ func (c *Core) Hold(ctx context.Context, id string, grace time.Duration) (func()
 	if _, err := c.remote(ctx, id, request{Op: "hold", Hold: hold, From: c.f.cfg.Name, Grace: grace}); err != nil {
 		var refused *remoteError
 		if !errors.As(err, &refused) || errors.Is(err, sessions.ErrRunnerGone) {
-			// No answer (or not the last try's), yet the hold may have
-			// been taken, its answer lost: let go of it, lest it last as
-			// long as this runner.
+			// No answer, or the time ran out over tries of which one may
+			// have reached the session's runner: the hold may have been
+			// taken, its answer lost. Let it go, lest it last as long as
+			// this runner.
 			c.wg.Add(1)
 			go func() { defer c.wg.Done(); release() }()
 		}
@@ -88,18 +89,21 @@ func (c *Core) holdFor(ctx context.Context, req request) error {
 		return err
 	}
 	c.holds.mu.Lock()
-	defer c.holds.mu.Unlock()
-	if _, ok := c.holds.released[req.Hold]; ok { // let go meanwhile
+	_, lettingGo := c.holds.released[req.Hold] // let go meanwhile
+	if !lettingGo {
+		if c.holds.byID == nil {
+			c.holds.byID = map[string]remoteHold{}
+		}
+		c.holds.byID[req.Hold] = remoteHold{runner: req.From, release: release, at: time.Now()}
+	}
+	c.holds.mu.Unlock()
+	if lettingGo {
 		release()
-		return nil
 	}
-	if c.holds.byID == nil {
-		c.holds.byID = map[string]remoteHold{}
-	}
-	c.holds.byID[req.Hold] = remoteHold{runner: req.From, release: release, at: time.Now()}
 	return nil
 }
 
+// wasReleased says whether hold was let go in the last forgetReleasedAfter.
 func (c *Core) wasReleased(hold string) bool {
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
