@@ -348,6 +348,63 @@ func TestFleetStreamResumesOnAnotherRunner(t *testing.T) {
 	}
 }
 
+// The runner-wide feed of any runner is the fleet's: it carries the
+// sessions of every runner, and a client that drops resumes it on another
+// runner from the last position it got, missing nothing and seeing
+// nothing twice.
+func TestFleetFeedIsTheFleets(t *testing.T) {
+	fl := startFleet(t, 3)
+	a, b, c := apiClient(fl[0].serveProc), apiClient(fl[1].serveProc), apiClient(fl[2].serveProc)
+	waitRunners(t, a, "r0", "r1", "r2")
+	ctx := context.Background()
+	var ids []string
+	for _, runner := range []string{"r0", "r1", "r2"} {
+		s, err := a.Create(ctx, client.CreateRequest{Agent: "mock", WorkspaceID: "feed-" + runner, Runner: runner, Prompt: "one"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	bySession := map[string][]agent.Event{}
+	completed := map[string]bool{}
+	var last uint64
+	read := func(api *client.Client, stopAfter int) {
+		rctx, cancel := context.WithTimeout(ctx, waitLimit)
+		defer cancel()
+		n := 0
+		for fe, err := range api.Feed(rctx, last, 0) {
+			if err != nil {
+				t.Fatalf("the feed after %d: %v", last, err)
+			}
+			if fe.Pos <= last {
+				t.Fatalf("feed position %d after %d", fe.Pos, last)
+			}
+			last = fe.Pos
+			bySession[fe.Event.SessionID] = append(bySession[fe.Event.SessionID], fe.Event)
+			if fe.Event.Kind == agent.KindTurnCompleted {
+				completed[fe.Event.SessionID] = true
+			}
+			if n++; n == stopAfter || len(completed) == len(ids) {
+				return
+			}
+		}
+	}
+	read(c, 10) // through the third runner, then it drops
+	read(b, 0)  // and resumes through the second
+	for _, id := range ids {
+		events := bySession[id]
+		if err := seqsInOrder(events); err != nil {
+			t.Fatalf("session %s in the feed: %v: %s", id, err, kinds(events))
+		}
+		if !completed[id] {
+			t.Fatalf("session %s: the feed did not carry its turn's end: %s", id, kinds(events))
+		}
+	}
+	if len(bySession) != len(ids) {
+		t.Fatalf("the feed carried %d sessions, want %d", len(bySession), len(ids))
+	}
+}
+
 // kill -9 of a runner mid-turn: its sessions end with runner_lost within
 // the promised time, as another runner reads them, once; the survivors'
 // sessions lose and repeat nothing.

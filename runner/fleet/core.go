@@ -496,13 +496,6 @@ func (c *Core) EventGroups(ctx context.Context, id string, after uint64, max int
 	}
 }
 
-// Feed and its bounds are this runner's own sessions'.
-func (c *Core) Feed(ctx context.Context, after uint64) iter.Seq2[sessions.FeedEvent, error] {
-	return c.local.Feed(ctx, after)
-}
-func (c *Core) FeedStart() (uint64, error) { return c.local.FeedStart() }
-func (c *Core) FeedEnd() (uint64, error)   { return c.local.FeedEnd() }
-
 // Approvals lists the fleet's pending approvals: this runner's from its
 // store, the others' from the fleet's bucket.
 func (c *Core) Approvals() ([]approvals.Record, error) {

@@ -888,3 +888,55 @@ func TestUnansweredHoldIsLetGo(t *testing.T) {
 		t.Fatalf("%d holds let go after a host let go of its own, want 2", n)
 	}
 }
+
+// The fleet's feed numbers every event the stream holds, its end is the
+// last of them, and a reader from any position, inside a message or
+// between two, gets exactly the events after it.
+func TestFeedResumesFromAnyPosition(t *testing.T) {
+	f := openLone(t, "r0")
+	l := f.Log(openLog(t))
+	publishing(t, f)
+	appendEvents(t, l, "s1", agent.KindSessionStarted, agent.KindTurnStarted, agent.KindItemDelta)
+	appendEvents(t, l, "s2", agent.KindSessionStarted)
+	syncStream(t, f)
+	appendEvents(t, l, "s1", agent.KindItemDelta, agent.KindTurnCompleted)
+	syncStream(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	end, err := f.feedEnd(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := func(after uint64) (out []sessions.FeedEvent) {
+		for fe, err := range f.feed(ctx, after) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fe)
+			if fe.Pos == end {
+				return out
+			}
+		}
+		return out
+	}
+	all := feed(0)
+	if len(all) != 6 {
+		t.Fatalf("the feed from its start holds %d events, want 6", len(all))
+	}
+	start, err := f.feedStart(ctx)
+	if err != nil || start != all[0].Pos {
+		t.Fatalf("FeedStart = %d, %v; the first event is at %d", start, err, all[0].Pos)
+	}
+	for i := range all[:len(all)-1] {
+		rest := feed(all[i].Pos)
+		if len(rest) != len(all)-i-1 || rest[0].Pos != all[i+1].Pos {
+			t.Fatalf("the feed after %d: %v, want the %d events from %d", all[i].Pos, rest, len(all)-i-1, all[i+1].Pos)
+		}
+	}
+	for fe, err := range f.feed(ctx, 1<<63) {
+		if !errors.Is(err, ErrFeedPosition) {
+			t.Fatalf("a feed after 2^63: %v, %v; want ErrFeedPosition", fe, err)
+		}
+		break
+	}
+}
