@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/agent"
@@ -78,7 +76,11 @@ func (f *Fleet) feedEnd(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fleet: the feed's end: %w", err)
 	}
-	return feedPos(m.pos, eventsIn(m.header)-1), nil
+	events, err := splitBatch(m.header, m.data)
+	if err != nil {
+		return 0, fmt.Errorf("fleet: the feed's end: %w", err)
+	}
+	return feedPos(m.pos, max(len(events)-1, 0)), nil // a message that is no event ends the feed too
 }
 
 func (f *Fleet) streamState(ctx context.Context) (jetstream.StreamState, error) {
@@ -87,14 +89,6 @@ func (f *Fleet) streamState(ctx context.Context) (jetstream.StreamState, error) 
 		return jetstream.StreamState{}, fmt.Errorf("fleet: the stream's state: %w", err)
 	}
 	return info.State, nil
-}
-
-// eventsIn is how many events a message holds.
-func eventsIn(h nats.Header) int {
-	if n, err := strconv.Atoi(h.Get(eventsHeader)); err == nil && n > 0 {
-		return n
-	}
-	return 1
 }
 
 func (f *Fleet) feed(ctx context.Context, after uint64) iter.Seq2[sessions.FeedEvent, error] {

@@ -335,6 +335,12 @@ func (c *Core) cededInfo(info sessions.Info) bool {
 	return ok && s.Runner != "" && s.Runner != c.f.cfg.Name && s.Cause == ""
 }
 
+// respond answers m with r.
+func respond(m *nats.Msg, r reply) {
+	data, _ := json.Marshal(r)
+	_ = m.Respond(data)
+}
+
 // command handles the messages of a command subject.
 func (c *Core) command(ctx context.Context) nats.MsgHandler {
 	return func(m *nats.Msg) {
@@ -343,24 +349,20 @@ func (c *Core) command(ctx context.Context) nats.MsgHandler {
 			defer c.wg.Done()
 			var req request
 			if err := json.Unmarshal(m.Data, &req); err != nil || req.ID == "" {
-				data, _ := json.Marshal(reply{Error: &wireError{Code: "invalid_request",
+				respond(m, reply{Error: &wireError{Code: "invalid_request",
 					Message: fmt.Sprintf("fleet: a request that does not decode, or has no id: %v", err)}})
-				_ = m.Respond(data)
 				return
 			}
 			if req.Session != "" && !c.isLocal(req.Session) {
 				// Taken over by another runner, or never here: the caller
 				// reads the registry again.
-				data, _ := json.Marshal(reply{Error: &wireError{Code: codeNotOwner,
-					Message: fmt.Sprintf("%v: %s on %s", errNotOwner, req.Session, c.f.cfg.Name)}})
-				_ = m.Respond(data)
+				respond(m, reply{Error: toWire(fmt.Errorf("%w: %s on %s", errNotOwner, req.Session, c.f.cfg.Name))})
 				return
 			}
 			if req.Op == "pace" || req.Op == "unpace" {
 				// Idempotent, and as frequent as a reader's progress: kept
 				// out of the answers a retry finds.
-				data, _ := json.Marshal(c.handle(ctx, req))
-				_ = m.Respond(data)
+				respond(m, c.handle(ctx, req))
 				return
 			}
 			ans, first := c.answers.get(req.ID, time.Now())
