@@ -94,3 +94,59 @@ func TestClosingIsNotHeldByAPacer(t *testing.T) {
 	}
 	until(t, events, agent.KindSessionEnded, &seen)
 }
+
+// A session's state moves with its log: while a pacer holds back the
+// event that ends a turn, the session is still running, and once it is
+// idle its LastSeq holds the turn's end.
+func TestStateFollowsTheLog(t *testing.T) {
+	const window = 192 // a pacer's
+	m := runnertest.Manager(t, map[string]agent.Driver{"flood": newNativeWriter(300, true, `{"type":"stream_event"}`)}, eventlog.Options{})
+	s, err := m.Create(ctx(t), sessions.CreateRequest{Agent: "flood", WorkspaceID: "flood"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []agent.Event
+	events := follow(t, m, s.ID, 0)
+	until(t, events, agent.KindSessionStarted, &seen)
+	lastSeq := func() sessions.Info {
+		t.Helper()
+		info, err := m.Get(s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	// A first turn, unpaced, says how many events a turn logs.
+	before := lastSeq().LastSeq
+	if err := m.Prompt(ctx(t), s.ID, agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	end := uint64(until(t, events, agent.KindTurnCompleted, &seen).Seq)
+	if got := lastSeqReaches(t, m, s.ID, end); got != end {
+		t.Fatalf("the log ran on to %d after the turn's end at %d", got, end)
+	}
+	turn := end - before
+	// The second turn's end is the first event its pacer holds back.
+	ends := end + turn
+	p, err := m.Pace(s.ID, ends-2-window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := m.Prompt(ctx(t), s.ID, agent.Prompt{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	lastSeqReaches(t, m, s.ID, ends-1)
+	time.Sleep(200 * time.Millisecond) // the agent has ended its turn by now
+	if info := lastSeq(); info.LastSeq != ends-1 || info.State != sessions.StateRunning {
+		t.Fatalf("held before the turn's end at seq %d, the session is %s at seq %d, want running at %d",
+			ends, info.State, info.LastSeq, ends-1)
+	}
+	p.Close()
+	if got := uint64(until(t, events, agent.KindTurnCompleted, &seen).Seq); got != ends {
+		t.Fatalf("the second turn ended at seq %d, want %d", got, ends)
+	}
+	if info := lastSeq(); info.State != sessions.StateIdle || info.LastSeq < ends {
+		t.Fatalf("after the turn's end at seq %d: %s at seq %d", ends, info.State, info.LastSeq)
+	}
+}

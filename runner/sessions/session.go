@@ -150,6 +150,7 @@ func (s *session) relay(ctx context.Context) (end agent.Event) {
 		if err := s.appendBatch(ctx, batch[:n]); err != nil {
 			s.m.log.Error("session events not logged", "session", s.rec.ID, "agent", s.rec.Agent, "events", n, "err", err)
 		}
+		s.logged(batch[:n])
 		s.handOverRuled()
 		if n < len(batch) {
 			e := batch[n]
@@ -177,6 +178,7 @@ func (s *session) failTurn(ctx context.Context, failure *agent.Error) {
 	if err := s.append(ctx, &e); err != nil {
 		s.m.log.Error("turn failure not logged", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
 	}
+	s.logged([]agent.Event{e})
 }
 
 // release snapshots the workspace as the session left it and lets it go,
@@ -238,9 +240,6 @@ func (s *session) track(ctx context.Context, e *agent.Event) {
 		}
 	case agent.KindTurnStarted:
 		s.requests.stamp(e)
-		s.setState(StateRunning, e.TurnID)
-	case agent.KindTurnCompleted:
-		s.setState(StateIdle, "")
 	case agent.KindApprovalRequested:
 		a := *e.Approval
 		a.SessionID, a.Agent = s.rec.ID, s.rec.Agent
@@ -262,6 +261,21 @@ func (s *session) track(ctx context.Context, e *agent.Event) {
 		// unless a client's answer came first, which stands.
 		if _, err := s.m.cfg.Approvals.Resolve(s.rec.ID, *e.Resolution); err != nil && !errors.Is(err, agent.ErrAlreadyResolved) {
 			s.m.log.Warn("approval resolution not recorded", "session", s.rec.ID, "agent", s.rec.Agent, "err", err)
+		}
+	}
+}
+
+// logged moves the session's state with the turns whose start or end the
+// log now holds: after the append, so that no one sees a turn ended (or
+// started) whose event is not in the log yet, and the state and LastSeq
+// agree.
+func (s *session) logged(events []agent.Event) {
+	for i := range events {
+		switch events[i].Kind {
+		case agent.KindTurnStarted:
+			s.setState(StateRunning, events[i].TurnID)
+		case agent.KindTurnCompleted:
+			s.setState(StateIdle, "")
 		}
 	}
 }
