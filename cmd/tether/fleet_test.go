@@ -764,7 +764,7 @@ func TestFleetProtocolV1HostPacesASessionElsewhere(t *testing.T) {
 		}
 		if got.State != "running" {
 			if got.LastSeq < messages {
-				t.Fatalf("the turn ended at seq %d, before its %d messages", got.LastSeq, messages)
+				t.Fatalf("the turn ended at seq %d, before its %d messages (%+v)", got.LastSeq, messages, got)
 			}
 			break
 		}
